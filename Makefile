@@ -1,0 +1,73 @@
+# The two commands the README promises, each working on a fresh machine:
+#   make book   set up, execute every chapter, build the HTML book
+#   make test   set up, run the unit tests, validate every chapter with nbval, build the book with
+#               warnings as errors and check it in headless Chromium
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+BUILD  ?= _build
+
+# The local mirror beside the checkout (../shared), when there is one; otherwise the code falls
+# back to the hub and the official download URLs. Explicit settings in the environment win.
+SHARED := $(abspath $(wildcard ../shared))
+ifneq ($(SHARED),)
+export BERTFLOW_DATA   ?= $(SHARED)/data
+export BERTFLOW_MODELS ?= $(SHARED)/models
+endif
+export MPLBACKEND       = Agg
+export PYTHONHASHSEED   = 0
+export TOKENIZERS_PARALLELISM = false
+
+CHAPTERS := $(sort $(wildcard book/[0-9][0-9]-*.ipynb))
+
+.PHONY: all install browser-deps cache book execute html test unit clean help
+all: help
+help:
+	@echo "make book   - set up, execute the chapters, build the HTML book"
+	@echo "make test   - set up and run every test (units, nbval, HTML build, browser check)"
+
+install: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+# Debian's Chromium and ChromeDriver for the browser check (root can install them; others are told how).
+browser-deps:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "browser check needs: sudo apt-get install chromium chromium-driver"; fi; }
+
+# Encode every dataset once with the chapters' default model (one forward pass serves every
+# pooling), so no chapter pays for the encoding alone; a warm cache makes this a no-op.
+cache: install
+	$(PY) -m bertflow_mini encode
+
+# Run every chapter top to bottom in a fresh kernel, saving the outputs into the notebook.
+execute: install cache
+	@for nb in $(CHAPTERS); do \
+	  echo "executing $$nb"; start=$$(date +%s); \
+	  $(PY) -m jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 "$$nb" || exit 1; \
+	  echo "  $$nb: $$(( $$(date +%s) - start )) s"; \
+	done
+
+html: install
+	$(VENV)/bin/jupyter-book build . --path-output $(BUILD) --warningiserror --keep-going -q
+
+book: execute html
+	@echo "The book is at file://$(abspath $(BUILD))/_build/html/index.html"
+
+# pytest exits 5 when it collected no test (a wrong path, a -k filter that matches nothing): say so
+# plainly and fail, since this suite always has tests.
+test: install browser-deps cache
+	$(PY) -m pytest tests book --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -p no:cacheprovider $(PYTEST_ARGS) \
+	  || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests (exit 5)"; exit $$rc; }
+
+unit: install
+	$(PY) -m pytest tests -m "not browser" $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(BUILD) .pytest_cache

@@ -1,0 +1,127 @@
+"""Command line: ``python -m bertflow_mini sts …`` and ``python -m bertflow_mini reproduce …``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from typing import Sequence
+
+import pandas as pd
+
+from .data import TASKS, canonical_task
+
+
+def _pooling(text: str):
+    """``"first-last-avg"`` stays a name; ``"1,12"`` becomes the layer tuple ``(1, 12)``."""
+    if text and all(part.strip().lstrip("-").isdigit() for part in text.split(",")):
+        return tuple(int(p) for p in text.split(","))
+    return text
+
+
+def _tasks(text: str) -> list[str]:
+    return [canonical_task(t) for t in text.replace(",", " ").split()]
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, help="short name, hub id or folder (default: the mirror model, else bert-base-uncased)")
+    p.add_argument("--pooling", type=_pooling, default=None,
+                   help="cls | last-avg | first-last-avg | last2avg | comma-separated hidden_states indices")
+    p.add_argument("--tasks", type=_tasks, default=list(TASKS), help="e.g. 'STSB SICK-R STS12'")
+    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _print_table(df: pd.DataFrame) -> None:
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        print(df.to_string(float_format=lambda v: f"{v:.2f}"))
+
+
+def cmd_sts(args: argparse.Namespace) -> int:
+    from .models import default_model, encode, load_encoder
+    from .sts import evaluate, results_table, subset_table
+
+    model = args.model or default_model()
+    encoder = load_encoder(model)
+    pooling = args.pooling or ("avg" if encoder.glove is not None else "first-last-avg")
+    embed = lambda s: encode(encoder, s, pooling, max_length=args.max_length, batch_size=args.batch_size)  # noqa: E731
+    results = evaluate(embed, args.tasks)
+    if args.json:
+        print(json.dumps({"model": model, "pooling": pooling, "results": [asdict(r) for r in results]}, indent=2))
+        return 0
+    print(f"model: {model}   pooling: {pooling}   max_length: {args.max_length}   (Spearman x 100)\n")
+    table = pd.concat([results_table(results, "wmean", "wmean"), results_table(results, "all", "all")])
+    _print_table(table)
+    print("\nper subset:")
+    _print_table(subset_table(results).set_index(["task", "subset"]))
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from .models import default_model, load_encoder
+    from .reproduce import published_rows, reproduce
+
+    model = args.model or default_model()
+    encoder = load_encoder(model)
+    pooling = args.pooling or ("avg" if encoder.glove is not None else "first-last-avg")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    table = reproduce(encoder, pooling, methods, args.fit, args.tasks, args.seeds, args.aggregation)
+    published = published_rows(encoder.name, pooling, args.tasks)
+    if args.json:
+        print(json.dumps({
+            "model": model, "pooling": pooling, "fit": args.fit, "aggregation": args.aggregation,
+            "seeds": args.seeds, "mean": table.mean.to_dict(orient="index"), "std": table.std.to_dict(orient="index"),
+            "published": published.to_dict(orient="index"),
+        }, indent=2))
+        return 0
+    print(f"model: {model}   pooling: {pooling}   fit: {args.fit}   aggregation: {args.aggregation}"
+          f"   seeds: {args.seeds}   (Spearman x 100)\n")
+    _print_table(table.formatted())
+    if not published.empty:
+        print("\npublished (Li et al. 2020; Su et al. 2021; SBERT; SimCSE):")
+        _print_table(published)
+    return 0
+
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    """Fill the embedding cache for every dataset (so the chapters run on a warm cache)."""
+    from .models import default_model, load_encoder
+    from .reproduce import embed_task
+
+    encoder = load_encoder(args.model or default_model())
+    for task in args.tasks:
+        emb = embed_task(encoder, task, "last-avg" if encoder.glove is not None else "first-last-avg")
+        print(f"{encoder.name} {task}: {len(emb.sentences)} sentences encoded (cached)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bertflow_mini", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("sts", help="cosine-similarity STS evaluation of one model and pooling")
+    _common(p)
+    p.set_defaults(func=cmd_sts)
+    p = sub.add_parser("reproduce", help="the paper's table: post-processors fitted without labels, then STS")
+    _common(p)
+    p.add_argument("--methods", default="none,flow,whitening,whitening-256,abtt",
+                   help="comma-separated: none, flow, whitening, whitening-<k>, abtt")
+    p.add_argument("--fit", choices=["target", "train"], default="target",
+                   help="fit on the dataset's own sentences (the paper) or on training sentences only")
+    p.add_argument("--seeds", type=int, default=1, help="repeat the flow with N seeds: mean ± std")
+    p.add_argument("--aggregation", choices=["wmean", "all"], default="wmean")
+    p.set_defaults(func=cmd_reproduce)
+    p = sub.add_parser("encode", help="encode every dataset once, filling the embedding cache")
+    p.add_argument("--model", default=None)
+    p.add_argument("--tasks", type=_tasks, default=list(TASKS))
+    p.set_defaults(func=cmd_encode)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (OSError, ValueError) as err:  # missing data/model, bad input: one clear line, no traceback
+        print(f"error: {err}", file=sys.stderr)
+        return 2

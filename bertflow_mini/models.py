@@ -1,0 +1,360 @@
+"""Encoders: load a model by name (local mirror or the hub), pool its hidden states, cache the results.
+
+The chapters only ever call three things from here::
+
+    enc = load_encoder(MODEL)                          # "all-MiniLM-L6-v2", "bert-base-uncased", "glove-6B-50d", a path
+    X = encode(enc, sentences, pooling="first-last-avg")   # (n, d) float32, cached on disk
+    L = encode_layers(enc, sentences)                  # (n_layers + 1, n, d): the masked mean of every layer
+
+**The layer-indexing pitfall.** With ``output_hidden_states=True`` a Hugging Face BERT returns
+``n_layers + 1`` tensors: ``hidden_states[0]`` is the *embedding output* (token + position + segment
+embeddings after LayerNorm) and ``hidden_states[1]`` is the output of the *first transformer layer*.
+BERT-flow's "last2avg" numbers were produced by code that averaged ``hidden_states[1]`` and
+``hidden_states[-1]`` — the first and the last transformer layers, not the last two. Here the names
+say what they compute:
+
+=================  =========================================  =======================================
+pooling            hidden states averaged (then masked mean)   note
+=================  =========================================  =======================================
+``cls``            ``[-1]``, token 0 only                       BERT's [CLS] vector, no pooler
+``last-avg``       ``[-1]``                                     "last-layer average"
+``first-last-avg`` ``[1]`` and ``[-1]``                         what BERT-flow's "last2avg" really was
+``last2avg``       ``[-2]`` and ``[-1]``                        the last two layers, as the name says
+``(i, j, ...)``    ``[i]``, ``[j]``, ...                        explicit ``hidden_states`` indices
+=================  =========================================  =======================================
+
+Padding never enters an average: every mean is over the attention mask.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence, Union
+
+import numpy as np
+import torch
+from ._progress import tqdm
+
+from ._io import atomic_path, cache_dir
+
+Pooling = Union[str, Sequence[int]]
+
+#: Short names the book uses, and the hub id each one falls back to when no mirror has it.
+HUB_IDS: dict[str, str] = {
+    "bert-base-uncased": "bert-base-uncased",
+    "bert-large-uncased": "bert-large-uncased",
+    "all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+}
+#: The offline model the book's committed outputs were produced with.
+MIRROR_MODEL = "all-MiniLM-L6-v2"
+POOLINGS = ("cls", "last-avg", "first-last-avg", "last2avg")
+HUB_URL = "https://huggingface.co/{}"
+
+
+# --------------------------------------------------------------------------------------------
+# Resolving a name to something loadable
+# --------------------------------------------------------------------------------------------
+def short_name(name: str) -> str:
+    """``"sentence-transformers/all-MiniLM-L6-v2"`` → ``"all-MiniLM-L6-v2"``; a path → its folder name."""
+    return Path(str(name).rstrip("/")).name
+
+
+def resolve_model(name: str) -> str:
+    """Where ``name`` loads from: an existing folder, else ``$BERTFLOW_MODELS/<short name>``, else a hub id."""
+    if Path(name).is_dir():
+        return str(Path(name).resolve())
+    mirror = os.environ.get("BERTFLOW_MODELS")
+    if mirror and (Path(mirror) / short_name(name)).is_dir():
+        return str((Path(mirror) / short_name(name)).resolve())
+    return HUB_IDS.get(short_name(name), name)
+
+
+def default_model() -> str:
+    """The model a chapter uses unless told otherwise.
+
+    The offline mirror's ``all-MiniLM-L6-v2`` when ``$BERTFLOW_MODELS`` provides it (this is how the
+    committed outputs were made), else ``bert-base-uncased`` from the hub — the paper's model, which
+    is what a reader in Colab gets without changing anything.
+    """
+    mirror = os.environ.get("BERTFLOW_MODELS")
+    if mirror and (Path(mirror) / MIRROR_MODEL).is_dir():
+        return MIRROR_MODEL
+    return "bert-base-uncased"
+
+
+def _is_glove(name: str) -> bool:
+    return short_name(name).lower().startswith("glove")
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Encoder:
+    """A loaded sentence encoder: a transformer with its tokenizer, or averaged GloVe vectors."""
+
+    name: str  # the short name, e.g. "all-MiniLM-L6-v2"
+    source: str  # the folder or hub id it was loaded from
+    fingerprint: str  # identifies the weights: a hash of the weight files, or the hub revision
+    model: Any = None  # transformers.PreTrainedModel (None for GloVe)
+    tokenizer: Any = None
+    glove: Any = None  # bertflow_mini.data.GloVe for the GloVe baseline
+    device: str = "cpu"
+    n_layers: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        if self.model is not None:
+            self.n_layers = int(self.model.config.num_hidden_layers)
+
+    @property
+    def dim(self) -> int:
+        if self.glove is not None:
+            return int(self.glove.vectors.shape[1])
+        return int(self.model.config.hidden_size)
+
+
+@lru_cache(maxsize=8)
+def _hash_files(paths: tuple[str, ...], stamps: tuple[tuple[int, int], ...]) -> str:
+    """SHA-256 over weight files; ``stamps`` (size, mtime) only makes the memo notice a change."""
+    h = hashlib.sha256()
+    for p in paths:
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
+def _weights_fingerprint(folder: Path) -> str:
+    files = sorted(
+        str(p) for p in folder.iterdir() if p.suffix in {".safetensors", ".bin", ".pt"} and p.is_file()
+    )
+    if not files:
+        raise FileNotFoundError(f"no weight files (*.safetensors, *.bin) in {folder}")
+    stamps = tuple((os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in files)
+    return _hash_files(tuple(files), stamps)
+
+
+def _offline_error(name: str, source: str, err: Exception) -> OSError:
+    mirror = os.environ.get("BERTFLOW_MODELS")
+    where = (
+        f"$BERTFLOW_MODELS={mirror} has no folder '{short_name(name)}'"
+        if mirror
+        else "$BERTFLOW_MODELS is not set (point it at a folder holding '<short name>/' in Hugging Face format)"
+    )
+    return OSError(
+        f"could not load model '{name}': {where}, and loading '{source}' from the hub "
+        f"({HUB_URL.format(source)}) failed: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    )
+
+
+def load_encoder(name: str, device: str | None = None) -> Encoder:
+    """Load ``name`` — a short name, a hub id, a local folder, or ``glove-6B-50d`` — ready for :func:`encode`."""
+    if _is_glove(name):
+        from .data import load_glove  # the GloVe baseline lives with the other data loaders
+
+        glove = load_glove()
+        fp = hashlib.sha256(glove.vectors.tobytes()).hexdigest()[:16]
+        return Encoder(name=short_name(name), source="glove", fingerprint=fp, glove=glove)
+
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    source = resolve_model(name)
+    hf_logging.disable_progress_bar()  # a "Loading weights" bar per load would clutter every chapter
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModel.from_pretrained(source)
+    except (OSError, ValueError) as err:
+        raise _offline_error(name, source, err) from err
+    finally:
+        hf_logging.enable_progress_bar()
+    if Path(source).is_dir():
+        fingerprint = _weights_fingerprint(Path(source))
+    else:  # the hub: the commit the files came from identifies the weights
+        fingerprint = str(getattr(model.config, "_commit_hash", None) or source)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model.eval().to(device)
+    return Encoder(short_name(name), source, fingerprint, model=model, tokenizer=tokenizer, device=device)
+
+
+# --------------------------------------------------------------------------------------------
+# Pooling
+# --------------------------------------------------------------------------------------------
+def pooling_layers(pooling: Pooling, n_layers: int) -> tuple[int, ...]:
+    """The ``hidden_states`` indices (0 = embedding output) that ``pooling`` averages, made non-negative."""
+    named = {
+        "cls": (n_layers,),
+        "last-avg": (n_layers,),
+        "first-last-avg": (1, n_layers),
+        "last2avg": (n_layers - 1, n_layers),
+    }
+    if isinstance(pooling, str):
+        if pooling not in named:
+            raise ValueError(f"unknown pooling {pooling!r}; use one of {POOLINGS} or a tuple of layer indices")
+        return named[pooling]
+    layers = tuple(int(i) for i in pooling)
+    if not layers:
+        raise ValueError("pooling needs at least one layer index")
+    for i in layers:
+        if not -(n_layers + 1) <= i <= n_layers:
+            raise ValueError(f"layer index {i} out of range for {n_layers} layers (+1 embedding output)")
+    return tuple(i % (n_layers + 1) for i in layers)
+
+
+def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over the sequence of ``hidden`` (b, t, d), counting only positions where ``mask`` (b, t) is 1."""
+    m = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
+def pool(hidden_states: Sequence[torch.Tensor], mask: torch.Tensor, pooling: Pooling) -> torch.Tensor:
+    """Turn one batch of ``hidden_states`` (as returned with ``output_hidden_states=True``) into sentence vectors."""
+    n_layers = len(hidden_states) - 1
+    if pooling == "cls":
+        return hidden_states[-1][:, 0]
+    layers = pooling_layers(pooling, n_layers)
+    return torch.stack([masked_mean(hidden_states[i], mask) for i in layers]).mean(0)
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding, batched and cached
+# --------------------------------------------------------------------------------------------
+def _check_sentences(sentences: Sequence[str]) -> list[str]:
+    if isinstance(sentences, str):
+        raise ValueError("sentences must be a sequence of strings, not one string")
+    sentences = list(sentences)
+    if not sentences:
+        raise ValueError("sentences is empty")
+    bad = [i for i, s in enumerate(sentences) if not isinstance(s, str)]
+    if bad:
+        raise ValueError(f"sentences[{bad[0]}] is {type(sentences[bad[0]]).__name__}, not str")
+    return sentences
+
+
+def _cache_file(encoder: Encoder, unique: list[str], max_length: int) -> Path:
+    digest = hashlib.sha256("\x1e".join(unique).encode("utf-8")).hexdigest()
+    key = json.dumps([encoder.name, encoder.fingerprint, "layer-means+cls", max_length, digest, len(unique)])
+    name = f"{encoder.name}-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npy"
+    return cache_dir("embeddings") / name
+
+
+def _load_cached(path: Path, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A cached array, or None when it is missing or not to be trusted (it is then recomputed)."""
+    if not path.exists():
+        return None
+    try:
+        arr = np.load(path, allow_pickle=False, mmap_mode="r")
+        ok = arr.shape == shape and bool(np.isfinite(arr).all())
+    except Exception as err:  # truncated or garbled file
+        warnings.warn(f"ignoring corrupt embedding cache {path}: {err}")
+        return None
+    if not ok:
+        warnings.warn(f"ignoring embedding cache {path}: shape {arr.shape} (want {shape}) or values do not fit")
+        return None
+    return arr
+
+
+def _run_model(encoder: Encoder, sentences: list[str], max_length: int, batch_size: int, progress: bool) -> np.ndarray:
+    """One forward pass over ``sentences`` in length-sorted batches, keeping what every pooling needs:
+    the masked mean of each of the ``n_layers + 1`` hidden states, and the last layer's [CLS] vector.
+    Returns shape ``(n_layers + 2, len(sentences), dim)``; index ``n_layers + 1`` is CLS."""
+    tok = encoder.tokenizer
+    lengths = [len(x) for x in tok(sentences, truncation=True, max_length=max_length)["input_ids"]]
+    order = np.argsort([-n for n in lengths], kind="stable")  # longest first: padding waste is minimal
+    out = np.empty((encoder.n_layers + 2, len(sentences), encoder.dim), dtype=np.float32)
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    with torch.inference_mode():
+        for idx in tqdm(batches, desc=f"encoding ({encoder.name})", disable=not progress, unit="batch"):
+            batch = tok([sentences[i] for i in idx], padding=True, truncation=True,
+                        max_length=max_length, return_tensors="pt").to(encoder.device)
+            hs = encoder.model(**batch, output_hidden_states=True).hidden_states
+            means = [masked_mean(h, batch["attention_mask"]) for h in hs]
+            out[:, idx] = torch.stack(means + [hs[-1][:, 0]]).float().cpu().numpy()
+    return out
+
+
+def _layer_summary(
+    encoder: Encoder, unique: list[str], max_length: int, batch_size: int, cache: bool, progress: bool
+) -> np.ndarray:
+    """:func:`_run_model`'s output for ``unique``, from the disk cache when it holds it.
+
+    One forward pass yields every pooling, so one cache entry serves them all: it is keyed by
+    (model, weights fingerprint, ``max_length``, the sentences) and the pooling is applied on load.
+    """
+    path = _cache_file(encoder, unique, max_length)
+    shape = (encoder.n_layers + 2, len(unique), encoder.dim)
+    summary = _load_cached(path, shape) if cache else None
+    if summary is None:
+        summary = _run_model(encoder, unique, max_length, batch_size, progress)
+        if cache:
+            with atomic_path(path) as tmp:
+                with open(tmp, "wb") as f:
+                    np.save(f, summary)
+    return summary
+
+
+def _encode(
+    encoder: Encoder, sentences: Sequence[str], pooling: Pooling | None, max_length: int,
+    batch_size: int, cache: bool, progress: bool,
+) -> np.ndarray:
+    sentences = _check_sentences(sentences)
+    unique, inverse = np.unique(np.array(sentences, dtype=object), return_inverse=True)
+    unique = unique.tolist()  # each distinct sentence is encoded once
+    if encoder.glove is not None:
+        if pooling not in ("avg", "last-avg"):
+            raise ValueError(f"GloVe sentence vectors are word averages; pooling {pooling!r} does not apply")
+        from .data import glove_embed
+
+        return glove_embed(unique, encoder.glove).astype(np.float32)[inverse]
+    L = encoder.n_layers
+    layers = None if pooling in (None, "cls") else pooling_layers(pooling, L)  # validate before any work
+    summary = _layer_summary(encoder, unique, max_length, batch_size, cache, progress)
+    if pooling is None:
+        return np.ascontiguousarray(summary[: L + 1][:, inverse])
+    if pooling == "cls":
+        return np.ascontiguousarray(summary[L + 1][inverse])
+    return summary[list(layers)].mean(0, dtype=np.float32)[inverse]
+
+
+def encode(
+    encoder: Encoder,
+    sentences: Sequence[str],
+    pooling: Pooling = "first-last-avg",
+    *,
+    max_length: int = 64,
+    batch_size: int = 64,
+    cache: bool = True,
+    progress: bool = True,
+) -> np.ndarray:
+    """Sentence embeddings, shape ``(len(sentences), dim)``, float32.
+
+    Distinct sentences are encoded once, in batches sorted by length, without gradients, on the
+    encoder's device. The disk cache (``$BERTFLOW_CACHE/embeddings``, else ``~/.cache/bertflow_mini``)
+    is keyed by (model, weights fingerprint, ``max_length``, the sentences) and holds every layer's
+    mean and CLS, so asking for another pooling of the same sentences costs no forward pass.
+    ``max_length=64`` is the paper's.
+    """
+    return _encode(encoder, sentences, pooling, max_length, batch_size, cache, progress)
+
+
+def encode_layers(
+    encoder: Encoder,
+    sentences: Sequence[str],
+    *,
+    max_length: int = 64,
+    batch_size: int = 64,
+    cache: bool = True,
+    progress: bool = True,
+) -> np.ndarray:
+    """Masked-mean sentence vectors of every layer: shape ``(n_layers + 1, len(sentences), dim)``.
+
+    Index 0 is the embedding output, index ``i`` the output of transformer layer ``i``.
+    """
+    if encoder.glove is not None:
+        raise ValueError("GloVe has no layers")
+    return _encode(encoder, sentences, None, max_length, batch_size, cache, progress)

@@ -1,0 +1,168 @@
+"""The book as readers get it: the table of contents, each notebook's hygiene, the HTML build with
+warnings as errors, and the built pages opened in a real headless Chromium with no network."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((REPO / "_config.yml").read_text())
+TOC = yaml.safe_load((REPO / "_toc.yml").read_text())
+
+
+def toc_files() -> list[str]:
+    files = [TOC["root"]]
+    for part in TOC.get("parts", []):
+        files += [c["file"] for c in part["chapters"]]
+    files += [c["file"] for c in TOC.get("chapters", [])]
+    return files
+
+
+CHAPTERS = sorted(REPO.glob("book/[0-9][0-9]-*.ipynb"))
+
+
+def load_nb(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+# ----------------------------------------------------------------------------- structure
+def test_toc_and_book_folder_agree():
+    listed = toc_files()
+    for f in listed:
+        assert any((REPO / f).with_suffix(s).exists() for s in (".md", ".ipynb")), f"{f} in _toc.yml does not exist"
+    for nb in CHAPTERS:
+        assert str(nb.relative_to(REPO).with_suffix("")) in listed, f"{nb.name} is not in _toc.yml"
+
+
+@pytest.mark.parametrize("nb_path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_hygiene(nb_path):
+    nb = load_nb(nb_path)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    text = "\n".join(source(c) for c in nb["cells"])
+    # committed with outputs, executed top to bottom in one clean run, no errors
+    counts = [c["execution_count"] for c in code]
+    assert all(isinstance(n, int) for n in counts), f"{nb_path.name}: unexecuted code cells"
+    assert counts == list(range(1, len(code) + 1)), f"{nb_path.name}: not run top to bottom in one kernel"
+    assert not [o for c in code for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert any(o.get("output_type") in ("display_data", "execute_result") and "image/png" in o.get("data", {})
+               for c in code for o in c.get("outputs", [])), f"{nb_path.name}: no figure"
+    # first code cell installs the package only in Colab, from the repository named in _config.yml
+    first = source(code[0])
+    assert "google.colab" in first and CONFIG["repository"]["url"] in first, f"{nb_path.name}: Colab set-up cell"
+    assert re.search(r"^MODEL\s*=", text, re.M), f"{nb_path.name}: no MODEL setting"
+    assert "NBVAL_CHECK_OUTPUT" in text, f"{nb_path.name}: no cell checked by nbval"
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    # exercises with solutions behind a toggle
+    assert re.search(r"^#+\s*Exercises", text, re.M), f"{nb_path.name}: no Exercises section"
+    assert text.count(":class: dropdown") >= 3 or text.count("{dropdown}") >= 3, f"{nb_path.name}: < 3 hidden solutions"
+
+
+# ----------------------------------------------------------------------------- HTML build
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory) -> Path:
+    """Build the HTML book from the committed outputs, with warnings as errors."""
+    out = tmp_path_factory.mktemp("book")
+    jb = Path(sys.executable).with_name("jupyter-book")
+    proc = subprocess.run(
+        [str(jb), "build", str(REPO), "--path-output", str(out), "--warningiserror", "--keep-going"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    html = out / "_build" / "html"
+    assert (html / "index.html").exists()
+    return html
+
+
+def test_html_serves_its_own_mathjax_and_links_no_cdn_script(built_book):
+    assert (built_book / "_static" / "mathjax" / "tex-chtml.js").exists()
+    for page in built_book.rglob("*.html"):
+        for src in re.findall(r'<script[^>]+src="([^"]+)"', page.read_text()):
+            assert not src.startswith(("http:", "https:", "//")), f"{page.name} loads a script from {src}"
+
+
+# ----------------------------------------------------------------------------- browser
+def chromium_driver():
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        if os.environ.get("CI"):
+            pytest.fail("CI must have Debian's chromium and chromium-driver (make test installs them)")
+        pytest.skip("headless Chromium not installed (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1280,2000", "--allow-file-access-from-files",
+                 # no network at all: any http(s) request fails, so a page that needs one shows it
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    return webdriver.Chrome(service=Service(driver), options=opts)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    drv = chromium_driver()
+    yield drv
+    drv.quit()
+
+
+def requested_urls(driver) -> list[str]:
+    urls = []
+    for entry in driver.get_log("performance"):
+        msg = json.loads(entry["message"])["message"]
+        if msg["method"] == "Network.requestWillBeSent":
+            urls.append(msg["params"]["request"]["url"])
+    return urls
+
+
+PAGES = [f for f in toc_files() if (REPO / f).with_suffix(".ipynb").exists()] or ["book/glossary"]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_offline_in_chromium(browser, built_book, page):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get_log("performance")  # drop earlier pages' requests
+    browser.get((built_book / f"{page}.html").as_uri())
+    # MathJax typesets asynchronously; wait until it has finished (or give up after 30 s)
+    WebDriverWait(browser, 30).until(
+        lambda d: d.execute_script("return !!(window.MathJax && MathJax.startup && MathJax.startup.promise)")
+    )
+    browser.execute_async_script("const done = arguments[0]; MathJax.startup.promise.then(() => done(true));")
+    title = browser.execute_script("return (document.querySelector('article h1') || {}).textContent || ''")
+    assert len(title.strip()) > 3 and browser.title.startswith(title.strip().rstrip("#").strip()[:10])
+    n_math = browser.execute_script("return document.querySelectorAll('mjx-container').length")
+    n_err = browser.execute_script("return document.querySelectorAll('mjx-merror, .MathJax_Error').length")
+    assert n_math > 0 and n_err == 0, f"{page}: {n_math} equations rendered, {n_err} MathJax errors"
+    # MathJax's own web fonts came from the book, not a CDN
+    fonts = browser.execute_script(
+        "return [...document.fonts].filter(f => f.family.includes('MJX') && f.status === 'loaded').length"
+    )
+    assert fonts > 0, f"{page}: MathJax fonts did not load"
+    if page != "book/glossary":
+        ok_images = browser.execute_script(
+            "return [...document.querySelectorAll('main img')].filter(i => i.complete && i.naturalWidth > 0).length"
+        )
+        assert ok_images > 0, f"{page}: no image rendered"
+        errors = browser.execute_script(
+            "return document.querySelectorAll('.cell_output .output.error, .cell_output .output.traceback').length"
+        )
+        assert errors == 0, f"{page}: {errors} error outputs"
+    external = [u for u in requested_urls(browser) if not u.startswith(("file:", "data:", "blob:", "about:"))]
+    assert not external, f"{page} asked the network for {external[:5]}"

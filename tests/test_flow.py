@@ -1,0 +1,338 @@
+"""The flow is invertible, its log-determinants are exact, it trains, and it agrees with normflows."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch.autograd.functional import jacobian
+
+import normflows as nf
+from bertflow_mini.flow import (
+    ActNorm,
+    AdditiveCoupling,
+    AffineCoupling,
+    FlowStep,
+    FlowTransform,
+    Glow,
+    InvertibleLinear,
+    Reverse,
+    fit_flow,
+)
+
+COUPLINGS = ["additive", "affine"]
+PERMUTATIONS = ["reverse", "lu"]
+
+
+def randomize(module: torch.nn.Module, seed: int = 0, scale: float = 0.2) -> torch.nn.Module:
+    """Move every parameter off its (often zero / identity) init, so no test passes by symmetry."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(scale * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    for m in module.modules():
+        if isinstance(m, ActNorm):
+            m.initialized.fill_(True)
+            m._ready = True
+    return module
+
+
+def make_block(kind: str, dim: int) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return {
+        "actnorm": lambda: ActNorm(dim),
+        "reverse": lambda: Reverse(dim),
+        "lu": lambda: InvertibleLinear(dim),
+        "additive": lambda: AdditiveCoupling(dim, width=8),
+        "affine": lambda: AffineCoupling(dim, width=8),
+        "step-additive-reverse": lambda: FlowStep(dim, 8, "additive", "reverse"),
+        "step-affine-lu": lambda: FlowStep(dim, 8, "affine", "lu"),
+        "glow-additive-reverse": lambda: Glow(dim, levels=3, depth=2, width=8),
+        "glow-affine-lu": lambda: Glow(dim, levels=3, depth=2, width=8, coupling="affine", permutation="lu"),
+    }[kind]()
+
+
+BLOCKS = [
+    "actnorm",
+    "reverse",
+    "lu",
+    "additive",
+    "affine",
+    "step-additive-reverse",
+    "step-affine-lu",
+    "glow-additive-reverse",
+    "glow-affine-lu",
+]
+
+
+@pytest.mark.parametrize("dim", [6, 7])
+@pytest.mark.parametrize("kind", BLOCKS)
+def test_inverse_undoes_forward_in_float64(kind, dim):
+    block = randomize(make_block(kind, dim).double())
+    x = torch.randn(64, dim, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    y, logdet = block(x)
+    assert y.shape == x.shape and logdet.shape == (64,)
+    torch.testing.assert_close(block.inverse(y), x, atol=1e-5, rtol=0)
+    assert not torch.allclose(y, x)  # the block really does something
+
+
+@pytest.mark.parametrize("dim", [6, 7])
+@pytest.mark.parametrize("kind", BLOCKS)
+def test_logdet_matches_autograd_jacobian(kind, dim):
+    block = randomize(make_block(kind, dim).double()).eval()
+    x = torch.randn(3, dim, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    _, logdet = block(x)
+    for i in range(len(x)):
+        jac = jacobian(lambda v: block(v[None])[0][0], x[i])
+        sign, logabsdet = torch.linalg.slogdet(jac)
+        assert sign != 0
+        assert logdet[i].item() == pytest.approx(logabsdet.item(), abs=1e-8)
+
+
+def test_actnorm_init_gives_zero_mean_unit_variance():
+    x = 5.0 + 3.0 * torch.randn(500, 10, generator=torch.Generator().manual_seed(0)) * torch.arange(1, 11)
+    norm = ActNorm(10).train()
+    y, _ = norm(x)
+    torch.testing.assert_close(y.mean(0), torch.zeros(10), atol=1e-5, rtol=0)
+    torch.testing.assert_close(y.var(0, unbiased=False), torch.ones(10), atol=1e-4, rtol=0)
+    # ... and only the first batch initialises, also after a save/load round trip.
+    params = [p.detach().clone() for p in norm.parameters()]
+    norm(x + 100.0)
+    assert all(torch.equal(a, b) for a, b in zip(params, norm.parameters()))
+    clone = ActNorm(10).train()
+    clone.load_state_dict(norm.state_dict())
+    torch.testing.assert_close(clone(x)[0], y)
+
+
+def test_additive_reverse_logdet_is_input_independent():
+    glow = Glow(8, levels=2, depth=2, width=8).train()
+    g = torch.Generator().manual_seed(0)
+    glow(3.0 * torch.randn(32, 8, generator=g))  # data-dependent init
+    randomize(glow)
+    _, a = glow(torch.randn(16, 8, generator=g))
+    _, b = glow(10.0 * torch.randn(16, 8, generator=g) + 4.0)
+    expected = sum(3.0 * m.logs.sum() for n, m in glow.named_modules() if isinstance(m, ActNorm) and ".net." not in n)
+    torch.testing.assert_close(a, b)
+    torch.testing.assert_close(a, expected.expand(16))
+
+
+def test_actnorm_reaches_diagonal_gaussian_mle():
+    """Maximising the likelihood of an ActNorm-only flow IS fitting a diagonal Gaussian."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.tensor([1.0, -2.0, 0.5, 3.0]) + torch.tensor([0.5, 2.0, 1.0, 0.1]) * torch.randn(2000, 4, generator=g)).double()
+    mu, var = x.mean(0), x.var(0, unbiased=False)
+    mle = (-0.5 * torch.log(2 * math.pi * var) - 0.5).sum().item()  # mean log-likelihood at the MLE
+
+    def mean_loglik(norm: ActNorm) -> float:
+        z, logdet = norm(x)
+        return (-0.5 * (z**2 + math.log(2 * math.pi)).sum(1) + logdet).mean().item()
+
+    # Data-dependent init lands on the MLE directly ...
+    assert mean_loglik(ActNorm(4).double().train()) == pytest.approx(mle, abs=1e-5)
+    # ... and gradient ascent from the identity gets there too.
+    norm = ActNorm(4).double()
+    norm.initialized.fill_(True)
+    opt = torch.optim.Adam(norm.parameters(), lr=0.05)
+    for _ in range(600):
+        z, logdet = norm(x)
+        loss = -(-0.5 * (z**2).sum(1) + logdet).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert mean_loglik(norm) == pytest.approx(mle, abs=1e-3)
+    assert mean_loglik(norm) <= mle + 1e-9  # nothing beats the MLE
+
+
+def test_flow_whitens_an_anisotropic_gaussian():
+    """A fitted flow maps a correlated 16-d Gaussian to (nearly) N(0, I).
+
+    Tolerance: the sample covariance of 4000 held-out points has entry-wise standard error
+    ≈ 1/√4000 ≈ 0.016 (off-diagonal) and ≈ 0.022 (diagonal), so an exact whitening would show
+    max |Cov(z) − I| ≈ 0.06 over 136 entries; we allow 0.15 for the flow's own fitting error. The
+    input's covariance is off from I by more than 5, so this cannot pass by accident.
+    """
+    rng = np.random.default_rng(0)
+    rotation, _ = np.linalg.qr(rng.normal(size=(16, 16)))
+    cov = rotation @ np.diag(np.logspace(-2, 1.4, 16)) @ rotation.T  # std 0.1 … 5
+    sample = rng.multivariate_normal(np.linspace(-2, 2, 16), cov, size=8000).astype(np.float32)
+    train, test = sample[:4000], sample[4000:]
+    assert np.abs(np.cov(test.T) - np.eye(16)).max() > 5
+    transform = FlowTransform(levels=2, depth=3, epochs=8, batch_size=64, lr=1e-2, init_size=1000, progress=False)
+    z = transform.fit(train).transform(test)
+    assert z.dtype == np.float32 and z.shape == test.shape
+    assert np.abs(z.mean(0)).max() < 0.1
+    assert np.abs(np.cov(z.T) - np.eye(16)).max() < 0.15
+
+
+def test_fit_flow_validates_input():
+    good = np.random.default_rng(0).normal(size=(64, 8))
+    bad = good.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        fit_flow(bad, progress=False)
+    with pytest.raises(ValueError, match="2-D"):
+        fit_flow(good[0], progress=False)
+    with pytest.raises(ValueError, match="too small"):
+        fit_flow(good[:, :3], progress=False)  # 3 → 2 → 1 channels: no room for a coupling
+    transform = FlowTransform(levels=2, depth=1, progress=False).fit(good)
+    with pytest.raises(ValueError, match="8 columns"):
+        transform.transform(good[:, :7])
+
+
+def test_fit_flow_stops_on_divergence(monkeypatch):
+    x = np.random.default_rng(0).normal(size=(256, 8))
+    with pytest.raises(RuntimeError, match=r"step \d+"):
+        fit_flow(x, levels=2, lr=1e6, progress=False)
+
+    calls = {"n": 0}
+    real = Glow.bits_per_dim
+
+    def poisoned(self, batch):
+        calls["n"] += 1
+        out = real(self, batch)
+        return out * float("nan") if calls["n"] == 3 else out
+
+    monkeypatch.setattr(Glow, "bits_per_dim", poisoned)
+    with pytest.raises(RuntimeError, match="step 2 "):
+        fit_flow(x, levels=2, progress=False)
+
+
+def test_fit_flow_is_deterministic_and_learns():
+    x = np.random.default_rng(0).normal(size=(640, 8)) @ np.diag(np.linspace(0.2, 3, 8)) + 1.0
+    a = fit_flow(x, levels=2, depth=2, epochs=3, seed=3, progress=False)
+    b = fit_flow(torch.from_numpy(x), levels=2, depth=2, epochs=3, seed=3, progress=False)
+    c = fit_flow(x, levels=2, depth=2, epochs=3, seed=4, progress=False)
+    assert len(a.losses) == 3 * 20
+    assert a.losses == b.losses
+    assert a.losses != c.losses
+    assert np.mean(a.losses[-10:]) < np.mean(a.losses[:3])
+    assert not a.flow.training
+
+
+def test_bits_per_dim_is_nll_over_dim_log2():
+    glow = randomize(Glow(6, levels=2, depth=1, width=4).double())
+    x = torch.randn(5, 6, dtype=torch.float64)
+    z, logdet = glow(x)
+    log_px = torch.distributions.Normal(0.0, 1.0).log_prob(z).sum(1) + logdet
+    torch.testing.assert_close(glow.log_prob(x), log_px)
+    torch.testing.assert_close(glow.bits_per_dim(x), -log_px / (6 * math.log(2)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Parity with normflows. normflows' `forward` goes latent → data and its `inverse` goes data →
+# latent (that is what its `log_prob` uses), so our `forward` is compared with its `inverse`.
+# Its layers see the vector as a 1×1×C image, like the official code.
+# ---------------------------------------------------------------------------------------------
+def as_image(x: torch.Tensor) -> torch.Tensor:
+    return x[:, :, None, None]
+
+
+def nf_actnorm(ours: ActNorm) -> nf.flows.ActNorm:
+    """normflows' data→latent ActNorm is (x − t)·exp(−s); ours is (x + b)·exp(3·logs)."""
+    theirs = nf.flows.ActNorm((len(ours.b), 1, 1)).double()
+    with torch.no_grad():
+        theirs.s.copy_(-(3.0 * ours.logs).view_as(theirs.s))
+        theirs.t.copy_(-ours.b.view_as(theirs.t))
+    theirs.data_dep_init_done = torch.tensor(1.0)
+    return theirs
+
+
+def nf_permutation(ours: torch.nn.Module) -> torch.nn.Module:
+    dim = ours.dim if isinstance(ours, Reverse) else len(ours.log_s)
+    if isinstance(ours, Reverse):
+        theirs = nf.flows.Permute(dim, mode="shuffle")
+        theirs.perm = torch.arange(dim - 1, -1, -1)
+        theirs.inv_perm = torch.arange(dim - 1, -1, -1)  # reversal is its own inverse
+        return theirs
+    theirs = nf.flows.Invertible1x1Conv(dim, use_lu=True).double()
+    with torch.no_grad():
+        theirs.P.copy_(ours.P)
+        theirs.L.copy_(ours.L)
+        theirs.U.copy_(ours.U)
+        theirs.log_S.copy_(ours.log_s)
+        theirs.sign_S.copy_(ours.sign_s)
+    return theirs
+
+
+def nf_coupling(ours: AdditiveCoupling | AffineCoupling) -> nf.flows.AffineCouplingBlock:
+    """Same network as a normflows ConvNet2d of 1×1 convs; output signs flipped for its x→z direction."""
+    net = ours.net
+    d_in, width, d_out = net.fc1.in_features, net.fc1.out_features, net.out.linear.out_features
+    conv_net = nf.nets.ConvNet2d([d_in, width, width, d_out], [1, 1, 1], actnorm=True).double()
+    convs = [m for m in conv_net.net if isinstance(m, torch.nn.Conv2d)]
+    norms = [m.actNorm for m in conv_net.net if isinstance(m, nf.utils.ActNorm)]
+    # normflows' data→latent coupling subtracts the shift (additive) or computes (x − shift)·scale
+    # (affine, "sigmoid" map), where ours adds it: flip the sign of the shift outputs.
+    sign = torch.ones(d_out, dtype=torch.float64)
+    if isinstance(ours, AffineCoupling):
+        sign[0::2] = -1.0  # even outputs are shifts, odd ones scales
+    else:
+        sign[:] = -1.0
+    out_scale = torch.exp(3.0 * net.out.logs) * sign
+    with torch.no_grad():
+        convs[0].weight.copy_(net.fc1.weight[:, :, None, None])
+        convs[1].weight.copy_(net.fc2.weight[:, :, None, None])
+        convs[2].weight.copy_(net.out.linear.weight[:, :, None, None] * out_scale[:, None, None, None])
+        convs[2].bias.copy_(net.out.linear.bias * out_scale)
+        for mine, theirs in zip([net.norm1, net.norm2], norms):
+            # normflows' forward ActNorm is x·exp(s) + t; ours is (x + b)·exp(3·logs).
+            theirs.s.copy_((3.0 * mine.logs).view_as(theirs.s))
+            theirs.t.copy_((mine.b * torch.exp(3.0 * mine.logs)).view_as(theirs.t))
+            theirs.data_dep_init_done = torch.tensor(1.0)
+    if isinstance(ours, AffineCoupling):
+        return nf.flows.AffineCouplingBlock(conv_net, scale=True, scale_map="sigmoid", split_mode="channel")
+    return nf.flows.AffineCouplingBlock(conv_net, scale=False, split_mode="channel")
+
+
+def nf_step(ours: FlowStep) -> list[torch.nn.Module]:
+    """A FlowStep as normflows layers, listed latent-side first (normflows' order)."""
+    return [nf_coupling(ours.coupling), nf_permutation(ours.permute), nf_actnorm(ours.actnorm)]
+
+
+def nf_glow(ours: Glow) -> nf.MultiscaleFlow:
+    """The whole multi-scale Glow as a normflows MultiscaleFlow (its level 0 is our last level)."""
+    levels = list(reversed(list(ours.levels)))
+    flows = [[layer for step in reversed(list(steps)) for layer in nf_step(step)] for steps in levels]
+    # normflows' q0[0] models the final latent, q0[i] the part factored out before its level i.
+    sizes = [ours.dims[-1]] + [ours.dims[i] - ours.dims[i + 1] for i in reversed(range(len(ours.dims) - 1))]
+    q0 = [nf.distributions.DiagGaussian((d, 1, 1), trainable=False).double() for d in sizes]
+    merges = [nf.flows.Merge() for _ in range(len(levels) - 1)]
+    return nf.MultiscaleFlow(q0, flows, merges, class_cond=False)
+
+
+def nf_data_to_latent(layer: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    z, logdet = layer.inverse(as_image(x))
+    return z[:, :, 0, 0], logdet * torch.ones(len(x), dtype=x.dtype)
+
+
+@pytest.mark.parametrize("dim", [8, 7])
+@pytest.mark.parametrize("kind", ["actnorm", "reverse", "lu", "additive", "affine"])
+def test_layers_match_normflows(kind, dim):
+    ours = randomize(make_block(kind, dim).double())
+    theirs = {"actnorm": nf_actnorm, "reverse": nf_permutation, "lu": nf_permutation}.get(kind, nf_coupling)(ours)
+    x = torch.randn(16, dim, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    y, logdet = ours(x)
+    y_nf, logdet_nf = nf_data_to_latent(theirs, x)
+    torch.testing.assert_close(y, y_nf, atol=1e-10, rtol=1e-10)
+    torch.testing.assert_close(logdet, logdet_nf, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("coupling,permutation", [("additive", "reverse"), ("affine", "lu")])
+def test_glow_matches_normflows_multiscale_flow(coupling, permutation):
+    torch.manual_seed(0)
+    ours = randomize(Glow(12, levels=3, depth=2, width=8, coupling=coupling, permutation=permutation).double())
+    theirs = nf_glow(ours)
+    x = torch.randn(16, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    # (MultiscaleFlow.log_prob trips over its layers' scalar log-dets, so add up its parts by hand.)
+    z_parts, logdet = theirs.inverse_and_log_det(as_image(x))
+    log_prob_nf = logdet + sum(q.log_prob(part) for q, part in zip(theirs.q0, z_parts))
+    torch.testing.assert_close(ours.log_prob(x), log_prob_nf, atol=1e-9, rtol=1e-10)
+    z_nf = torch.cat([part[:, :, 0, 0] for part in z_parts], dim=1)  # final latent first, like ours
+    torch.testing.assert_close(ours(x)[0], z_nf, atol=1e-10, rtol=1e-10)
+
+
+def test_fit_restores_thread_count():
+    before = torch.get_num_threads()
+    fit_flow(np.random.default_rng(0).normal(size=(64, 8)), levels=2, depth=1, progress=False)
+    assert torch.get_num_threads() == before

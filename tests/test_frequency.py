@@ -1,0 +1,147 @@
+"""Tests for bertflow_mini.frequency: exact k-NN, rank buckets, the whole-word filter and Table 1."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bertflow_mini.frequency import (
+    RANK_BUCKETS,
+    assign_buckets,
+    bucket_labels,
+    exclusion_counts,
+    frequency_norm_correlation,
+    frequency_ranks,
+    frequency_table,
+    knn,
+    published_table1,
+    ranks_from_frequencies,
+    whole_word_vocab,
+)
+
+
+def brute_force_knn(E: np.ndarray, k: int):
+    """Reference: every distance from its definition, self excluded, sorted per row."""
+    d = np.sqrt(((E[:, None, :] - E[None, :, :]) ** 2).sum(-1))
+    np.fill_diagonal(d, np.inf)
+    idx = np.argsort(d, axis=1)[:, :k]
+    return np.take_along_axis(d, idx, axis=1), idx
+
+
+def test_knn_matches_brute_force():
+    rng = np.random.default_rng(0)
+    E = rng.normal(size=(150, 12))  # continuous random data: no tied distances (almost surely)
+    dist_ref, idx_ref = brute_force_knn(E, 7)
+    dist, idx, dot = knn(E, 7, chunk=64)
+    np.testing.assert_array_equal(idx, idx_ref)
+    np.testing.assert_allclose(dist, dist_ref, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(dot, np.einsum("nd,nkd->nk", E, E[idx]), rtol=1e-10, atol=1e-10)
+    assert (idx != np.arange(150)[:, None]).all()
+    assert (np.diff(dist, axis=1) >= 0).all()
+
+
+def test_knn_chunk_size_does_not_matter():
+    E = np.random.default_rng(1).normal(size=(101, 5))
+    ref = knn(E, 4, chunk=1000)
+    for chunk in (1, 7, 50, 101):
+        out = knn(E, 4, chunk=chunk)
+        np.testing.assert_array_equal(out.idx, ref.idx)
+        np.testing.assert_allclose(out.dist, ref.dist, rtol=1e-12)
+        np.testing.assert_allclose(out.dot, ref.dot, rtol=1e-12)
+
+
+def test_knn_rejects_bad_input():
+    with pytest.raises(ValueError, match="NaN"):
+        knn(np.array([[0.0, np.nan], [1.0, 1.0], [2.0, 2.0]]), 1)
+    with pytest.raises(ValueError, match="k_max"):
+        knn(np.zeros((3, 2)), 3)
+    with pytest.raises(ValueError, match="2-D"):
+        knn(np.zeros(5), 1)
+
+
+def test_ranks_and_buckets_on_synthetic_vocabulary():
+    freqs = np.array([5.0, 9.0, 0.0, 9.0, 1.0, 0.0])
+    # 9 (first at 1), 9 (at 3), 5, 1, 0 (at 2), 0 (at 5): ties keep input order
+    np.testing.assert_array_equal(ranks_from_frequencies(freqs), [2, 0, 4, 1, 3, 5])
+
+    ranks = np.arange(6000)
+    which = assign_buckets(ranks)
+    np.testing.assert_array_equal(np.bincount(which), [100, 400, 4500, 1000])
+    assert which[99] == 0 and which[100] == 1 and which[4999] == 2 and which[5000] == 3
+    assert (assign_buckets(np.array([0, 3, 5]), ((1, 5),)) == [-1, 0, -1]).all()
+    assert bucket_labels() == ["[0,100)", "[100,500)", "[500,5K)", "[5K,…)"]
+
+
+def test_frequency_ranks_uses_wordfreq_and_puts_unknown_words_last():
+    ranks = frequency_ranks(["zebra", "the", "qqxqzvbn", "house"])
+    np.testing.assert_array_equal(ranks, [2, 0, 3, 1])
+
+
+def test_whole_word_vocab_on_hand_written_vocab():
+    vocab = ["[PAD]", "[unused0]", "[unused17]", "[CLS]", "[SEP]", "[MASK]", "[UNK]",
+             "the", "##ing", "!", "--", "$", "1999", "7", "²", "cat", "don't", "x1", "##s", "é"]
+    kept = whole_word_vocab(vocab)
+    assert [vocab[i] for i in kept] == ["the", "cat", "don't", "x1", "é"]
+    counts = exclusion_counts(vocab)
+    assert counts == {"special": 7, "word piece": 2, "punctuation/symbol": 3, "digits": 3,
+                      "whole words (kept)": 5}
+    assert sum(counts.values()) == len(vocab)
+
+
+def test_table_shows_norm_growing_with_rank():
+    rng = np.random.default_rng(0)
+    n, d = 700, 16
+    words = [f"w{i}" for i in range(n)] + ["[CLS]", "##x", "42"]  # the last three must be ignored
+    freqs = np.concatenate([1.0 / np.arange(1, n + 1), [1.0, 1.0, 1.0]])  # word i has rank i
+    directions = rng.normal(size=(n + 3, d))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    norms = 1.0 + np.concatenate([np.arange(n), [0, 0, 0]]) / n  # norm grows with rank
+    E = directions * norms[:, None]
+    E[n:] *= 100.0  # huge rows that would dominate the means if the filter failed
+
+    table = frequency_table(E, words, buckets=((0, 100), (100, 500), (500, None)), frequencies=freqs)
+    assert list(table.columns) == ["[0,100)", "[100,500)", "[500,…)"]
+    assert list(table.loc["words"]) == [100, 400, 200]
+    expected = [norms[:100].mean(), norms[100:500].mean(), norms[500:n].mean()]
+    np.testing.assert_allclose(table.loc["mean ℓ2 norm"], expected, rtol=1e-12)
+    assert table.loc["mean ℓ2 norm"].is_monotonic_increasing
+    for k in (3, 5, 7):  # neighbour statistics average more neighbours as k grows: distances grow with k
+        assert (table.loc[f"k-NN ℓ2 distance, k={k}"] > 0).all()
+    assert (table.loc["k-NN ℓ2 distance, k=7"] >= table.loc["k-NN ℓ2 distance, k=3"]).all()
+
+
+def test_table_dot_products_agree_with_neighbour_definition():
+    rng = np.random.default_rng(3)
+    E = rng.normal(size=(40, 4))
+    words = [f"w{i}" for i in range(40)]
+    table = frequency_table(E, words, ks=(2,), buckets=((0, None),), frequencies=np.ones(40))
+    dist, idx = brute_force_knn(E, 2)
+    assert table.loc["k-NN ℓ2 distance, k=2", "[0,…)"] == pytest.approx(dist.mean())
+    assert table.loc["k-NN dot product, k=2", "[0,…)"] == pytest.approx(
+        np.einsum("nd,nkd->nk", E, E[idx]).mean())
+
+
+def test_published_table_has_the_same_shape():
+    ours = frequency_table(np.random.default_rng(0).normal(size=(30, 3)), [f"w{i}" for i in range(30)],
+                           frequencies=np.arange(30.0))
+    pub = published_table1()
+    assert pub.index.equals(ours.index) and pub.columns.equals(ours.columns)
+    assert pub.loc["mean ℓ2 norm", "[0,100)"] == 0.95 and pub.loc["k-NN dot product, k=7", "[5K,…)"] == 1.60
+    assert pub.drop("words").notna().all().all()
+    assert isinstance(ours, pd.DataFrame) and ours.loc["words"].sum() == 30
+    assert RANK_BUCKETS[-1] == (5000, None)
+
+
+def test_frequency_norm_correlation_sign():
+    rng = np.random.default_rng(0)
+    E = rng.normal(size=(200, 8))
+    E /= np.linalg.norm(E, axis=1, keepdims=True)
+    freqs = rng.uniform(size=200)
+    E *= (2.0 - freqs)[:, None]  # frequent -> short
+    rho, p = frequency_norm_correlation(E, [f"w{i}" for i in range(200)], frequencies=freqs)
+    assert rho == pytest.approx(-1.0) and p < 1e-10
+
+
+def test_table_rejects_mismatched_words():
+    with pytest.raises(ValueError, match="rows"):
+        frequency_table(np.zeros((5, 2)), ["a", "b"])

@@ -1,0 +1,113 @@
+"""The STS harness: cosine and Spearman against scipy, the two aggregations, real-data scoring and the CLI."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cosine as scipy_cosine_distance
+from scipy.stats import spearmanr
+
+from bertflow_mini.cli import main
+from bertflow_mini.data import STSPairs, load_sts
+from bertflow_mini.sts import cosine_scores, evaluate_embedder, results_table, score_pairs, spearman, subset_table
+
+
+def test_cosine_agrees_with_scipy_and_guards_zero_vectors():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(50, 7)), rng.normal(size=(50, 7))
+    want = [1 - scipy_cosine_distance(x, y) for x, y in zip(a, b)]
+    np.testing.assert_allclose(cosine_scores(a, b), want, atol=1e-12)
+    a[3] = 0.0
+    assert cosine_scores(a, b)[3] == 0.0  # no NaN from a zero vector (e.g. a GloVe sentence of unknown words)
+
+
+@pytest.mark.parametrize(
+    "a, b", [(np.ones((3, 4)), np.ones((3, 5))), (np.ones((3, 4)), np.ones((2, 4))), (np.full((2, 2), np.nan), np.ones((2, 2)))]
+)
+def test_cosine_rejects_bad_shapes_and_nan(a, b):
+    with pytest.raises(ValueError):
+        cosine_scores(a, b)
+
+
+def test_spearman_agrees_with_scipy_including_ties():
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 5, size=200).astype(float)  # many ties, like STS gold scores
+    y = x + rng.normal(scale=2.0, size=200)
+    assert spearman(y, x) == pytest.approx(spearmanr(y, x).statistic * 100, abs=1e-10)
+    with pytest.raises(ValueError):
+        spearman(np.array([1.0, np.nan, 3.0]), np.array([1.0, 2.0, 3.0]))
+
+
+def _pairs(scores, subsets):
+    n = len(scores)
+    return STSPairs("TOY", "test", [f"l{i}" for i in range(n)], [f"r{i}" for i in range(n)], np.asarray(scores, float), list(subsets))
+
+
+def test_wmean_and_all_aggregations_by_hand():
+    rng = np.random.default_rng(2)
+    n1, n2 = 40, 120
+    gold = np.concatenate([rng.uniform(0, 5, n1), rng.uniform(0, 5, n2)])
+    subsets = ["a"] * n1 + ["b"] * n2
+    # left vectors fixed, right vectors rotated by an angle that shrinks with gold (plus noise):
+    angle = np.pi / 2 * (1 - gold / 5) + rng.normal(scale=0.3, size=n1 + n2)
+    left = np.stack([np.ones_like(angle), np.zeros_like(angle)], 1)
+    right = np.stack([np.cos(angle), np.sin(angle)], 1)
+    res = score_pairs(_pairs(gold, subsets), left, right)
+    cos = np.cos(angle)
+    ra = spearmanr(cos[:n1], gold[:n1]).statistic * 100
+    rb = spearmanr(cos[n1:], gold[n1:]).statistic * 100
+    assert res.subsets == {"a": (n1, pytest.approx(ra)), "b": (n2, pytest.approx(rb))}
+    assert res.wmean == pytest.approx((n1 * ra + n2 * rb) / (n1 + n2))
+    assert res.all == pytest.approx(spearmanr(cos, gold).statistic * 100)
+    table = results_table([res], "wmean")
+    assert table.loc["ours", "TOY"] == pytest.approx(res.wmean) and table.loc["ours", "Avg."] == pytest.approx(res.wmean)
+    assert list(subset_table([res])["subset"]) == ["a", "b"]
+
+
+def test_all_and_wmean_disagree_when_subsets_live_on_different_scales():
+    # Two subsets each perfectly ranked, but one subset's similarities are all higher than the
+    # other's while its gold scores are lower: wmean is 100, pooled "all" is far below.
+    gold = np.array([1, 2, 3, 4, 5, 0.1, 0.2, 0.3, 0.4, 0.5])
+    sims = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.91, 0.92, 0.93, 0.94, 0.95])
+    left = np.stack([np.ones(10), np.zeros(10)], 1)
+    right = np.stack([sims, np.sqrt(1 - sims**2)], 1)
+    res = score_pairs(_pairs(gold, ["x"] * 5 + ["y"] * 5), left, right)
+    assert res.wmean == pytest.approx(100.0) and res.all < 0
+
+
+def test_real_sts_b_with_the_mirror_model_matches_its_published_quality():
+    # all-MiniLM-L6-v2 is fine-tuned for similarity; its model card and SBERT's benchmarks put it
+    # above 80 Spearman on the STS-B test set with mean pooling. A broken pooling, tokenizer or
+    # pairing gets nowhere near that.
+    from conftest import MINILM_DIR, need
+
+    need(MINILM_DIR)
+    from bertflow_mini.models import encode, load_encoder
+
+    enc = load_encoder("all-MiniLM-L6-v2", device="cpu")
+    pairs = load_sts("STSB", "test")
+    res = evaluate_embedder(lambda s: encode(enc, s, "last-avg", progress=False), pairs)
+    assert res.n_pairs == 1379 and res.wmean == res.all
+    assert 80.0 < res.all < 90.0
+    # CLS of a mean-pooling-trained model is much worse — the pooling really changes the vectors
+    cls = evaluate_embedder(lambda s: encode(enc, s, "cls", progress=False), pairs)
+    assert cls.all < res.all - 2
+
+
+def test_cli_sts_json_with_a_tiny_offline_bert(tiny_bert_dir, capsys):
+    assert main(["sts", "--model", str(tiny_bert_dir), "--pooling", "1,-1", "--tasks", "STSB SICK-R", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["pooling"] == [1, -1] and [r["task"] for r in out["results"]] == ["STSB", "SICK-R"]
+    assert [r["n_pairs"] for r in out["results"]] == [1379, 4927]
+    assert all(-100 <= r["all"] <= 100 for r in out["results"])
+
+
+def test_cli_missing_model_is_one_clear_error(capsys, monkeypatch, tmp_path):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
+    assert main(["sts", "--model", "no-such-model", "--tasks", "STSB"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "BERTFLOW_MODELS" in err and "Traceback" not in err
