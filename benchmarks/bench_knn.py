@@ -42,25 +42,21 @@ def minilm_embeddings(folder: Path) -> tuple[np.ndarray, list[str]]:
 
 
 def glove_embeddings(path: Path) -> tuple[np.ndarray, list[str]]:
-    """GloVe via bertflow_mini.data.load_glove when it exists, else a plain reader of the text format."""
+    """GloVe via ``bertflow_mini.data.load_glove`` when the package has it, else a plain text-format reader."""
     if not path.is_file():
         raise FileNotFoundError(f"GloVe file {path} not found (set BERTFLOW_DATA)")
     try:
-        from bertflow_mini.data import load_glove  # written by another part of the project
-
-        out = load_glove(path)
-        if isinstance(out, tuple):
-            a, b = out
-            return (a, list(b)) if isinstance(a, np.ndarray) else (b, list(a))
-        return np.asarray(out.vectors), list(out.words)  # pragma: no cover - depends on load_glove's return type
+        from bertflow_mini.data import load_glove
     except ImportError:
         words, rows = [], []
         with gzip.open(path, "rt", encoding="utf-8") as f:
             for line in f:
-                parts = line.rstrip().split(" ")
-                words.append(parts[0])
-                rows.append(np.array(parts[1:], dtype=np.float32))
+                word, *numbers = line.rstrip().split(" ")
+                words.append(word)
+                rows.append(np.array(numbers, dtype=np.float32))
         return np.stack(rows), words
+    glove = load_glove(path)
+    return np.asarray(glove.vectors), list(glove.words)
 
 
 def main() -> None:
@@ -88,7 +84,8 @@ def main() -> None:
     print(table)
     print("Spearman(frequency, norm):", frequency_norm_correlation(E, words))
 
-    E, words = _timed("load GloVe 6B 50d subset", lambda: glove_embeddings(data / "glove" / "glove.6B.50d.subset.txt.gz"))
+    glove = data / "glove" / "glove.6B.50d.subset.txt.gz"
+    E, words = _timed("load GloVe 6B 50d subset", lambda: glove_embeddings(glove))
     print("whole-word filter:", exclusion_counts(words))
     table = _timed(f"frequency_table, GloVe {E.shape}", lambda: frequency_table(E, words))
     print(table)

@@ -60,12 +60,12 @@ def cmd_sts(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from .models import default_model, load_encoder
-    from .reproduce import published_rows, reproduce
+    from .reproduce import default_methods, published_rows, reproduce
 
     model = args.model or default_model()
     encoder = load_encoder(model)
     pooling = args.pooling or ("avg" if encoder.glove is not None else "first-last-avg")
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else default_methods(encoder.dim)
     table = reproduce(encoder, pooling, methods, args.fit, args.tasks, args.seeds, args.aggregation)
     published = published_rows(encoder.name, pooling, args.tasks)
     if args.json:
@@ -104,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sts)
     p = sub.add_parser("reproduce", help="the paper's table: post-processors fitted without labels, then STS")
     _common(p)
-    p.add_argument("--methods", default="none,flow,whitening,whitening-256,abtt",
-                   help="comma-separated: none, flow, whitening, whitening-<k>, abtt")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated: none, flow, whitening, whitening-<k>, abtt (default: all five, "
+                        "k = 256 for bert-base, 384 for bert-large, a third of the width otherwise)")
     p.add_argument("--fit", choices=["target", "train"], default="target",
                    help="fit on the dataset's own sentences (the paper) or on training sentences only")
     p.add_argument("--seeds", type=int, default=1, help="repeat the flow with N seeds: mean ± std")

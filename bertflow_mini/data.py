@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+from bertflow_mini._progress import tqdm
 
 from bertflow_mini._io import cache_dir
 

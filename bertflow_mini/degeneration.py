@@ -22,8 +22,9 @@ Four pieces, in the order of the chapter:
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -181,6 +182,18 @@ def cosine_regularizer(E: torch.Tensor) -> torch.Tensor:
     return (s @ s - (U * U).sum()) / (n * (n - 1))
 
 
+@contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with ``threads`` torch CPU threads (``None``: unchanged), then restore the setting."""
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 # ============================================================================ (b) a Zipf vocabulary
 
 
@@ -208,6 +221,7 @@ def train_zipf_softmax(
     lr: float = 0.03,
     cosine_reg: float = 0.0,
     track_every: int = 50,
+    threads: int | None = 1,
     progress: bool = False,
 ) -> ZipfRun:
     """Train context vectors ``H`` and token embeddings ``W`` (logits ``H Wᵀ``) on a Zipf-distributed corpus.
@@ -218,7 +232,11 @@ def train_zipf_softmax(
     them of "pull" gradients — and minimise the corpus cross-entropy (full batch on the count matrix)
     with Adam, plus ``cosine_reg ×`` :func:`cosine_regularizer` of ``W``. Adam, as in real language-model
     training, moves a parameter at a similar pace whatever the size of its gradient, so the rare tokens'
-    small but one-sided push shows within a few hundred steps.
+    small but one-sided push shows within a few hundred steps. ``threads`` as in :func:`train_tiny_mlm`.
+
+    What to look at afterwards: against frequency (``counts``), the norm of each row of ``W``, its
+    k-NN distance (:func:`bertflow_mini.frequency.knn`) and its projection on the mean context vector
+    ``mean(H)``: rare tokens end up far out, sparse, and on the side facing away from the contexts.
     """
     if min(vocab_size, dim, n_contexts, steps, n_samples, rank) < 1:
         raise ValueError("vocab_size, dim, n_contexts, steps, n_samples and rank must be positive")
@@ -232,22 +250,23 @@ def train_zipf_softmax(
     pairs = rng.choice(joint.size, size=n_samples, p=joint / joint.sum())
     counts_cx = np.bincount(pairs, minlength=joint.size).reshape(n_contexts, vocab_size)
 
-    gen = torch.Generator().manual_seed(seed)
-    Hp = torch.nn.Parameter(torch.randn(n_contexts, dim, generator=gen) / np.sqrt(dim))
-    Wp = torch.nn.Parameter(torch.randn(vocab_size, dim, generator=gen) / np.sqrt(dim))
-    N = torch.as_tensor(counts_cx, dtype=torch.float32)
-    opt = torch.optim.Adam([Hp, Wp], lr=lr)
-    rows = []
-    for step in tqdm(range(steps + 1), disable=not progress, desc="zipf softmax"):
-        ce = -(N * torch.log_softmax(Hp @ Wp.T, dim=1)).sum() / N.sum()
-        reg = cosine_regularizer(Wp)
-        if step % track_every == 0 or step == steps:
-            rows.append({"step": step, "loss": ce.item(), "mean_cosine": reg.item()})
-        if step == steps:
-            break
-        opt.zero_grad()
-        (ce + cosine_reg * reg).backward()
-        opt.step()
+    with _torch_threads(threads):
+        gen = torch.Generator().manual_seed(seed)
+        Hp = torch.nn.Parameter(torch.randn(n_contexts, dim, generator=gen) / np.sqrt(dim))
+        Wp = torch.nn.Parameter(torch.randn(vocab_size, dim, generator=gen) / np.sqrt(dim))
+        N = torch.as_tensor(counts_cx, dtype=torch.float32)
+        opt = torch.optim.Adam([Hp, Wp], lr=lr)
+        rows = []
+        for step in tqdm(range(steps + 1), disable=not progress, desc="zipf softmax"):
+            ce = -(N * torch.log_softmax(Hp @ Wp.T, dim=1)).sum() / N.sum()
+            reg = cosine_regularizer(Wp)
+            if step % track_every == 0 or step == steps:
+                rows.append({"step": step, "loss": ce.item(), "mean_cosine": reg.item()})
+            if step == steps:
+                break
+            opt.zero_grad()
+            (ce + cosine_reg * reg).backward()
+            opt.step()
     return ZipfRun(W=Wp.detach().numpy().copy(), H=Hp.detach().numpy().copy(), counts=counts_cx.sum(axis=0),
                    zipf_p=zipf_p, history=pd.DataFrame(rows))
 
@@ -267,7 +286,7 @@ class MLMRun:
     token_ids: np.ndarray        # tokenizer id of each model row
     counts: np.ndarray           # corpus count of each model row's token (0 for the special rows)
     n_special: int
-    history: pd.DataFrame        # step, loss (mean MLM cross-entropy since the previous row), mean_cosine, spearman_freq_norm
+    history: pd.DataFrame        # step, loss (mean MLM loss since the previous row), mean_cosine, spearman_freq_norm
     seconds: float               # wall time of the training loop
 
     @property
@@ -299,6 +318,42 @@ def _mask_tokens(ids: torch.Tensor, eligible: torch.Tensor, mask_id: int, first_
     return corrupted, chosen
 
 
+def _mlm_loop(model, ids: torch.Tensor, eligible: torch.Tensor, counts: np.ndarray, n_sp: int, mask_id: int, *,
+              steps: int, batch_size: int, lr: float, seed: int, track_every: int, cosine_reg: float,
+              progress: bool) -> pd.DataFrame:
+    """The training loop of :func:`train_tiny_mlm`; returns the tracked history."""
+    emb = model.get_input_embeddings().weight
+    attention = ids != 0
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    gen = torch.Generator().manual_seed(seed)
+    order, pos, window, history = torch.randperm(len(ids), generator=gen), 0, [], []
+    model.train()
+    for step in tqdm(range(steps + 1), disable=not progress, desc="tiny MLM"):
+        if step % track_every == 0 or step == steps:
+            cos, rho = _embedding_geometry(emb[n_sp:], counts[n_sp:])
+            loss_now = float(np.mean(window)) if window else float("nan")
+            history.append({"step": step, "loss": loss_now, "mean_cosine": cos, "spearman_freq_norm": rho})
+            window = []
+        if step == steps:
+            break
+        if pos + batch_size > len(order):                      # next epoch
+            order, pos = torch.randperm(len(ids), generator=gen), 0
+        batch = order[pos: pos + batch_size]
+        pos += batch_size
+        width = int(attention[batch].sum(dim=1).max())          # trim the padding this batch does not need
+        b_ids, b_att = ids[batch, :width], attention[batch, :width]
+        corrupted, chosen = _mask_tokens(b_ids, eligible[batch, :width], mask_id, n_sp, emb.shape[0], gen)
+        hidden = model.bert(input_ids=corrupted, attention_mask=b_att.long()).last_hidden_state
+        loss = F.cross_entropy(model.cls(hidden[chosen]), b_ids[chosen])   # output layer only where predicted
+        total = loss + cosine_reg * cosine_regularizer(emb[n_sp:]) if cosine_reg else loss
+        opt.zero_grad()
+        total.backward()
+        opt.step()
+        window.append(loss.item())
+    model.eval()
+    return pd.DataFrame(history)
+
+
 def train_tiny_mlm(
     sentences: Sequence[str],
     tokenizer,
@@ -314,32 +369,43 @@ def train_tiny_mlm(
     track_every: int = 25,
     cosine_reg: float = 0.0,
     dropout: float = 0.0,
+    threads: int | None = 1,
     progress: bool = True,
 ) -> MLMRun:
     """Pre-train a tiny BERT (``transformers.BertForMaskedLM``) on ``sentences`` and track its embeddings.
 
     As in BERT: input and output embeddings are tied, 15% of tokens are selected with the 80/10/10 rule,
     AdamW (weight decay 0.01). Differences, for a run of a minute on a CPU: the vocabulary is restricted
-    to the tokens that occur in the corpus (ids remapped; this shrinks the softmax from 30522 rows to a
-    few thousand and leaves out rows no gradient would ever reach except through weight decay), the
-    output layer is evaluated only at the selected positions, the learning rate is constant, there is
-    no next-sentence task, and dropout is off by default. Every ``track_every`` steps we record the mean
-    MLM loss, the mean pairwise cosine of the corpus tokens' embeddings and the Spearman correlation of
-    their corpus frequency with their norm. ``cosine_reg = γ`` adds ``γ ×`` :func:`cosine_regularizer`
-    of those embeddings to the loss. Deterministic for a given ``seed``.
+    to the tokens that occur in the corpus (ids remapped, and the 10% random replacements drawn from
+    them). That shrinks the softmax from 30522 rows to a few thousand; the rows left out belong to tokens
+    that are never a target, which the softmax could only push away (part (a)), and which the measures
+    ignore anyway. The output layer is evaluated only at the selected positions, the learning rate is
+    constant, there is no next-sentence task, and dropout is off by default.
+
+    Every ``track_every`` steps we record the mean MLM loss, the mean pairwise cosine of the corpus
+    tokens' embeddings and the Spearman correlation of their corpus frequency with their norm.
+    ``cosine_reg = γ`` adds ``γ ×`` :func:`cosine_regularizer` of those embeddings to the loss.
+    Deterministic for a given ``seed``.
+
+    ``threads``: torch CPU threads during training (restored afterwards). A model this small runs as
+    fast on one thread, and on a CPU shared with other work extra threads can make it ten times slower;
+    ``None`` keeps torch's setting.
     """
     from transformers import BertConfig, BertForMaskedLM
 
     if steps < 1 or batch_size < 1 or track_every < 1:
         raise ValueError("steps, batch_size and track_every must be positive")
-    encoded = tokenizer(list(sentences), truncation=True, max_length=max_length)["input_ids"]
     specials = [tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.cls_token_id,
                 tokenizer.sep_token_id, tokenizer.mask_token_id]
+    if None in specials or len(set(specials)) != 5:
+        raise ValueError("the tokenizer needs distinct [PAD], [UNK], [CLS], [SEP] and [MASK] tokens (a BERT tokenizer)")
+    encoded = tokenizer(list(sentences), truncation=True, max_length=max_length)["input_ids"]
     encoded = [seq for seq in encoded if any(t not in specials for t in seq)]
     if not encoded:
         raise ValueError("no sentence has any token besides [CLS]/[SEP]; pass non-empty sentences")
 
-    # Remap the tokenizer's ids onto a small vocabulary: the 5 special tokens, then the corpus tokens.
+    # Remap the tokenizer's ids onto a small vocabulary: the 5 special tokens (new ids 0-4, in the order
+    # of `specials`), then the corpus tokens.
     flat = np.concatenate([np.asarray(seq) for seq in encoded])
     corpus_ids = np.setdiff1d(np.unique(flat), specials)
     token_ids = np.concatenate([specials, corpus_ids]).astype(np.int64)
@@ -353,8 +419,7 @@ def train_tiny_mlm(
     ids = torch.zeros((len(encoded), length), dtype=torch.int64)            # [PAD] is row 0
     for i, seq in enumerate(encoded):
         ids[i, : len(seq)] = torch.as_tensor(remap[np.asarray(seq)])
-    attention = ids != 0
-    eligible = attention & (ids >= n_sp)                                    # never predict [CLS]/[SEP]/[PAD]
+    eligible = ids >= n_sp                                                  # never predict [CLS]/[SEP]/[PAD]/[UNK]
 
     config = BertConfig(
         vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
@@ -362,42 +427,13 @@ def train_tiny_mlm(
         hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, pad_token_id=0,
         tie_word_embeddings=True,
     )
-    history = []
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)                      # weight init (and dropout, if any) without touching global state
+    with torch.random.fork_rng(devices=[]), _torch_threads(threads):
+        torch.manual_seed(seed)                  # weight init (and dropout, if any) without touching global state
         model = BertForMaskedLM(config)
-        model.train()
-        emb = model.get_input_embeddings().weight
-        assert model.get_output_embeddings().weight is emb, "input and output embeddings must be tied"
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-        gen = torch.Generator().manual_seed(seed)
-        order = torch.randperm(len(ids), generator=gen)
-        pos, window = 0, []
+        assert model.get_output_embeddings().weight is model.get_input_embeddings().weight, "embeddings must be tied"
         t0 = time.perf_counter()
-        for step in tqdm(range(steps + 1), disable=not progress, desc="tiny MLM"):
-            if step % track_every == 0 or step == steps:
-                cos, rho = _embedding_geometry(emb[n_sp:], counts[n_sp:])
-                loss_now = float(np.mean(window)) if window else float("nan")
-                history.append({"step": step, "loss": loss_now, "mean_cosine": cos, "spearman_freq_norm": rho})
-                window = []
-            if step == steps:
-                break
-            if pos + batch_size > len(order):
-                order, pos = torch.randperm(len(ids), generator=gen), 0
-            batch = order[pos: pos + batch_size]
-            pos += batch_size
-            width = int(attention[batch].sum(dim=1).max())
-            b_ids, b_att, b_elig = ids[batch, :width], attention[batch, :width], eligible[batch, :width]
-            corrupted, chosen = _mask_tokens(b_ids, b_elig, mask_id=4, first_word=n_sp, vocab=vocab, gen=gen)
-            hidden_states = model.bert(input_ids=corrupted, attention_mask=b_att.long()).last_hidden_state
-            logits = model.cls(hidden_states[chosen])                       # only where a token is predicted
-            loss = F.cross_entropy(logits, b_ids[chosen])
-            total = loss + cosine_reg * cosine_regularizer(emb[n_sp:]) if cosine_reg else loss
-            opt.zero_grad()
-            total.backward()
-            opt.step()
-            window.append(float(loss))
+        history = _mlm_loop(model, ids, eligible, counts, n_sp, mask_id=specials.index(tokenizer.mask_token_id),
+                            steps=steps, batch_size=batch_size, lr=lr, seed=seed, track_every=track_every,
+                            cosine_reg=cosine_reg, progress=progress)
         seconds = time.perf_counter() - t0
-    model.eval()
-    return MLMRun(model=model, token_ids=token_ids, counts=counts, n_special=n_sp,
-                  history=pd.DataFrame(history), seconds=seconds)
+    return MLMRun(model=model, token_ids=token_ids, counts=counts, n_special=n_sp, history=history, seconds=seconds)

@@ -21,7 +21,7 @@ from .models import Encoder, Pooling, encode
 from .published import COLUMNS, published_table
 from .sts import STSResult, score_pairs
 
-METHODS = ("none", "flow", "whitening", "whitening-256", "abtt")
+METHODS = ("none", "flow", "whitening", "whitening-256", "abtt")  # the paper's, for bert-base (768-d)
 FIT_CHOICES = ("target", "train")
 #: Datasets with no training split of their own are fitted on these training sentences under ``fit="train"``.
 TRAIN_FALLBACK = (("STSB", "train"), ("SICK-R", "train"))
@@ -73,6 +73,13 @@ def fitting_sentences(task: str, fit: str = "target") -> list[tuple[str, list[st
     if "train" in splits(task):
         return [(task, task_sentences(task, ["train"]))]
     return [(t, task_sentences(t, [s])) for t, s in TRAIN_FALLBACK]
+
+
+def default_methods(dim: int) -> tuple[str, ...]:
+    """:data:`METHODS` with the whitening paper's truncation scaled to the model: it kept 256 of
+    bert-base's 768 dimensions and 384 of bert-large's 1024; other widths keep a third (a multiple of 8)."""
+    k = {768: 256, 1024: 384}.get(dim, max(8, dim // 3 // 8 * 8))
+    return ("none", "flow", "whitening", f"whitening-{k}", "abtt")
 
 
 def make_postprocessor(method: str, seed: int = 0, progress: bool = False):
