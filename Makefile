@@ -14,7 +14,6 @@ ifneq ($(SHARED),)
 export BERTFLOW_DATA   ?= $(SHARED)/data
 export BERTFLOW_MODELS ?= $(SHARED)/models
 endif
-export MPLBACKEND       = Agg
 export PYTHONHASHSEED   = 0
 export TOKENIZERS_PARALLELISM = false
 
@@ -49,8 +48,7 @@ cache: install
 execute: install cache
 	@for nb in $(CHAPTERS); do \
 	  echo "executing $$nb"; start=$$(date +%s); \
-	  $(PY) -m jupyter nbconvert --to notebook --execute --inplace \
-	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 "$$nb" || exit 1; \
+	  $(VENV)/bin/jupyter execute --inplace --timeout=900 --kernel_name=python3 "$$nb" || exit 1; \
 	  echo "  $$nb: $$(( $$(date +%s) - start )) s"; \
 	done
 

@@ -19,6 +19,17 @@ def seed_everything(seed: int = 0) -> None:
     torch.manual_seed(seed)
 
 
+def _inline_figures() -> None:
+    """In a notebook, draw figures inline even when ``MPLBACKEND`` names a non-interactive backend."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python
+        return
+    shell = get_ipython()
+    if shell is not None and type(shell).__name__ == "ZMQInteractiveShell":
+        shell.run_line_magic("matplotlib", "inline")
+
+
 def setup(model: str | None = None, seed: int = 0) -> str:
     """Seed, style, and print the model, data source and device in use; returns the model name.
 
@@ -26,6 +37,7 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     ``all-MiniLM-L6-v2`` when ``$BERTFLOW_MODELS`` provides it, else ``bert-base-uncased``.
     """
     seed_everything(seed)
+    _inline_figures()
     set_style()
     model = model or default_model()
     source = resolve_model(model)

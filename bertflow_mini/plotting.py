@@ -33,3 +33,17 @@ def cosine_histograms(samples: dict[str, np.ndarray], ax=None, bins: int = 60, t
         ax.set_title(title)
     ax.legend()
     return ax
+
+
+def offline_jshtml(anim, **kwargs) -> str:
+    """``anim.to_jshtml()`` with no external file, for a book read offline.
+
+    Matplotlib's player links Font Awesome from a CDN only for its nine button icons; drop that
+    link and label the buttons with plain characters instead.
+    """
+    import re
+
+    icons = {"fa-minus": "−", "fa-fast-backward": "|◀◀", "fa-step-backward": "|◀", "fa-play fa-flip-horizontal": "◀",
+             "fa-pause": "❚❚", "fa-play": "▶", "fa-step-forward": "▶|", "fa-fast-forward": "▶▶|", "fa-plus": "+"}
+    html = re.sub(r'<link rel="stylesheet"[^>]*>', "", anim.to_jshtml(**kwargs))
+    return re.sub(r'<i class="fa ([^"]+)"></i>', lambda m: icons[m.group(1)], html)

@@ -22,7 +22,7 @@ PUBLISHED: dict[tuple[str, str, str, str, str], tuple[str, tuple[float, ...]]] =
     ("BERT-flow", "bert-large-uncased", "first-last-avg", "flow", "nli"): ("wmean", (68.09, 64.62, 61.72, 66.05, 66.34, 74.87, 74.47)),
     ("BERT-flow", "bert-large-uncased", "first-last-avg", "flow", "target"): ("wmean", (72.26, 62.50, 65.20, 73.39, 69.42, 74.92, 77.63)),
     # Reimers & Gurevych 2019 (SBERT), as quoted in Li et al. 2020
-    ("SBERT", "glove-6B-300d", "avg", "none", "-"): ("all", (58.02, 53.76, 55.14, 70.66, 59.73, 68.25, 63.66)),
+    ("SBERT", "glove-840B-300d", "avg", "none", "-"): ("all", (58.02, 53.76, 55.14, 70.66, 59.73, 68.25, 63.66)),
     ("SBERT", "bert-base-uncased", "last-avg", "none", "-"): ("all", (46.35, 58.40, 38.78, 57.98, 57.98, 63.15, 61.06)),
     ("SBERT", "bert-base-uncased", "cls", "none", "-"): ("all", (16.50, 42.63, 20.16, 30.01, 20.09, 36.88, 38.03)),
     # Su et al. 2021, "Whitening Sentence Representations for Better Semantics and Faster Retrieval"
