@@ -1,0 +1,121 @@
+"""The isotropy measures: right on isotropic data and on a cone, equal to brute force, and strict on input."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bertflow_mini.isotropy import (
+    compare,
+    explained_variance_top,
+    isotropy_report,
+    isotropy_score,
+    mean_random_cosine,
+    norm_stats,
+)
+
+D = 10
+
+
+@pytest.fixture(scope="module")
+def gaussian() -> np.ndarray:
+    return np.random.default_rng(0).normal(size=(20_000, D))
+
+
+@pytest.fixture(scope="module")
+def cone(gaussian) -> np.ndarray:
+    """The same points pushed far along one common direction, as raw BERT embeddings are."""
+    direction = np.random.default_rng(1).normal(size=D)
+    return gaussian + 20.0 * direction / np.linalg.norm(direction)
+
+
+def test_isotropic_gaussian_looks_isotropic(gaussian):
+    assert abs(mean_random_cosine(gaussian)) < 0.015  # sd of one cosine ≈ 1/√d ≈ 0.32; SE ≈ 0.003
+    assert abs(mean_random_cosine(gaussian, n_pairs=None)) < 0.002
+    assert isotropy_score(gaussian) > 0.9
+    top1 = explained_variance_top(gaussian, 1)
+    assert 1 / D <= top1 < 1.15 / D  # the top sample eigenvalue sits slightly above the mean one
+    assert explained_variance_top(gaussian, D) == pytest.approx(1.0)
+
+
+def test_cone_looks_anisotropic(cone):
+    assert mean_random_cosine(cone) > 0.95
+    assert isotropy_score(cone) < 1e-6
+    assert explained_variance_top(cone, 1) < 0.15  # the cone is a shift: its *variance* is unchanged
+
+
+def test_mean_cosine_matches_brute_force():
+    x = np.random.default_rng(2).normal(size=(60, 7)) + 0.5
+    u = x / np.linalg.norm(x, axis=1, keepdims=True)
+    brute = np.mean([u[i] @ u[j] for i, j in itertools.permutations(range(60), 2)])
+    assert mean_random_cosine(x, n_pairs=None) == pytest.approx(brute, abs=1e-12)
+    # Random pairs estimate the same number: within 4 standard errors.
+    sims = (u @ u.T)[~np.eye(60, dtype=bool)]
+    assert abs(mean_random_cosine(x, n_pairs=20_000, seed=3) - brute) < 4 * sims.std() / np.sqrt(20_000)
+    assert mean_random_cosine(x, seed=5) == mean_random_cosine(x, seed=5)
+
+
+def test_random_pairs_are_distinct():
+    # Two distinct points at 90°: any pair (i, i) would pull the mean above 0.
+    assert mean_random_cosine(np.array([[1.0, 0.0], [0.0, 1.0]]), n_pairs=1000) == 0.0
+
+
+def test_isotropy_score_matches_the_naive_formula_and_survives_huge_values():
+    x = np.random.default_rng(4).normal(size=(500, 6)) + 0.3
+    _, vecs = np.linalg.eigh(x.T @ x)
+    z = np.exp(x @ np.concatenate([vecs, -vecs], axis=1)).sum(axis=0)  # fine at this scale
+    assert isotropy_score(x) == pytest.approx(z.min() / z.max(), rel=1e-10)
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(np.exp(1000 * x @ vecs).sum())  # the naive formula overflows ...
+    score = isotropy_score(1000 * x)  # ... the log-space one does not
+    assert 0.0 <= score < 1e-10
+
+
+def test_explained_variance_matches_svd():
+    x = np.random.default_rng(5).normal(size=(300, 8)) * np.arange(1, 9)
+    s = np.linalg.svd(x - x.mean(0), compute_uv=False) ** 2
+    for k in (1, 3, 8):
+        assert explained_variance_top(x, k) == pytest.approx(s[:k].sum() / s.sum(), rel=1e-10)
+
+
+def test_norm_stats_and_report(gaussian, cone):
+    stats = norm_stats(np.array([[3.0, 4.0], [0.0, 1.0], [6.0, 8.0]]))
+    assert stats == pytest.approx({"mean": 16 / 3, "std": np.std([5, 1, 10]), "min": 1.0, "max": 10.0})
+    report = isotropy_report(cone)
+    assert list(report) == ["mean_cos", "isotropy", "top1_var", "top10_var", "norm_mean", "norm_std"]
+    assert report["top10_var"] == pytest.approx(1.0)  # d = 10
+    table = compare({"raw": cone, "centred": cone - cone.mean(0)})
+    assert isinstance(table, pd.DataFrame)
+    assert list(table.index) == ["raw", "centred"] and list(table.columns) == list(report)
+    assert table.loc["raw", "mean_cos"] == pytest.approx(report["mean_cos"])
+    assert table.loc["centred", "mean_cos"] < 0.05 < table.loc["raw", "mean_cos"]
+
+
+@pytest.mark.parametrize(
+    "fn", [mean_random_cosine, isotropy_score, explained_variance_top, norm_stats, isotropy_report]
+)
+def test_bad_input_is_rejected(fn):
+    x = np.random.default_rng(6).normal(size=(20, 4))
+    bad = x.copy()
+    bad[2, 3] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        fn(bad)
+    with pytest.raises(ValueError, match="2-D"):
+        fn(x[0])
+
+
+def test_specific_errors():
+    x = np.random.default_rng(7).normal(size=(20, 4))
+    x[5] = 0.0
+    with pytest.raises(ValueError, match="all-zero"):
+        mean_random_cosine(x)
+    with pytest.raises(ValueError, match="k must be"):
+        explained_variance_top(x, 5)
+    with pytest.raises(ValueError, match="n_pairs"):
+        mean_random_cosine(x + 1, n_pairs=0)
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        mean_random_cosine(x[:1] + 1)
+    with pytest.raises(ValueError, match="at least one"):
+        compare({})

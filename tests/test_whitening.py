@@ -1,0 +1,124 @@
+"""Whitening gives identity covariance, truncation keeps the top directions, streaming == batch, ABTT."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bertflow_mini.whitening import AllButTheTop, StreamingWhitening, Whitening
+
+
+def anisotropic(n: int = 3000, dim: int = 20, seed: int = 0, offset: float = 50.0) -> np.ndarray:
+    """Correlated Gaussian data with a large common mean, like raw sentence embeddings."""
+    rng = np.random.default_rng(seed)
+    rotation, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
+    scales = np.logspace(1, -1.5, dim)  # std 10 … 0.03
+    return offset + rng.normal(size=(n, dim)) * scales @ rotation.T
+
+
+def test_whitening_gives_identity_covariance_and_zero_mean():
+    x = anisotropic()
+    z = Whitening().fit(x).transform(x)
+    assert np.abs(np.cov(x, rowvar=False) - np.eye(20)).max() > 10  # far from white before
+    np.testing.assert_allclose(z.mean(axis=0), 0.0, atol=1e-9)
+    np.testing.assert_allclose(np.cov(z, rowvar=False), np.eye(20), atol=1e-9)
+
+
+def test_whitening_keeps_float32_and_whitens_new_data_approximately():
+    x = anisotropic(6000).astype(np.float32)
+    w = Whitening().fit(x[:3000])
+    z = w.transform(x[3000:])
+    assert z.dtype == np.float32
+    # Held-out data is white up to sampling error (~1/sqrt(3000) per entry).
+    assert np.abs(np.cov(z, rowvar=False) - np.eye(20)).max() < 0.15
+
+
+def test_truncation_keeps_the_top_k_directions():
+    x = anisotropic()
+    k = 5
+    w = Whitening(k=k).fit(x)
+    assert w.W.shape == (20, k)
+    z = w.transform(x)
+    assert z.shape == (len(x), k)
+    np.testing.assert_allclose(np.cov(z, rowvar=False), np.eye(k), atol=1e-9)
+    # Each kept column points along one of the top-k eigenvectors of the covariance (up to sign).
+    lam, vecs = np.linalg.eigh(np.cov(x, rowvar=False))
+    top = vecs[:, np.argsort(lam)[::-1][:k]]
+    cosines = np.abs((w.W / np.linalg.norm(w.W, axis=0)).T @ top)
+    np.testing.assert_allclose(cosines, np.eye(k), atol=1e-6)
+
+
+def test_streaming_fit_equals_batch_fit():
+    x = anisotropic(1000)
+    batch = Whitening(k=8).fit(x)
+    cuts = [0, 1, 7, 300, 301, 650, 1000]  # uneven, including a 1-row batch
+    stream = StreamingWhitening(20)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        stream.partial_fit(x[a:b])
+    streamed = stream.finalize(k=8)
+    np.testing.assert_allclose(streamed.mean, batch.mean, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(streamed.transform(x), batch.transform(x), rtol=0, atol=1e-7)
+    via_iterable = Whitening(k=8).fit_stream(x[a:b] for a, b in zip(cuts[:-1], cuts[1:]))
+    np.testing.assert_allclose(via_iterable.transform(x), batch.transform(x), rtol=0, atol=1e-7)
+
+
+def test_streaming_is_stable_with_a_huge_mean():
+    """Shifted sums: a mean 10⁶ times the spread would wreck the naive E[xxᵀ] − μμᵀ in float64."""
+    x = anisotropic(2000, offset=1e6)
+    stream = StreamingWhitening(20)
+    for chunk in np.array_split(x, 7):
+        stream.partial_fit(chunk)
+    z = stream.finalize().transform(x)
+    np.testing.assert_allclose(np.cov(z, rowvar=False), np.eye(20), atol=1e-6)
+
+
+def test_tiny_eigenvalues_are_floored_not_amplified():
+    # 10 points in 20 dimensions: the covariance has rank 9, the other 11 eigenvalues are ~0.
+    x = anisotropic(10)
+    z = Whitening().fit(x).transform(x)
+    assert np.isfinite(z).all()
+    lam = np.sort(np.linalg.eigvalsh(np.cov(z, rowvar=False)))[::-1]
+    np.testing.assert_allclose(lam[:9], 1.0, atol=1e-6)  # real directions: white
+    assert lam[9:].max() < 1e-3  # null directions: not blown up to unit variance
+
+
+def test_all_but_the_top_removes_mean_and_top_directions():
+    x = anisotropic(1000, dim=200)
+    abtt = AllButTheTop().fit(x)
+    assert abtt.directions.shape == (200, 2)  # default D = dim // 100
+    out = abtt.transform(x)
+    np.testing.assert_allclose(out.mean(axis=0), 0.0, atol=1e-9)
+    np.testing.assert_allclose(out @ abtt.directions, 0.0, atol=1e-8)
+    lam, vecs = np.linalg.eigh(np.cov(x, rowvar=False))
+    top = vecs[:, np.argsort(lam)[::-1][:2]]
+    np.testing.assert_allclose(np.abs(abtt.directions.T @ top), np.eye(2), atol=1e-6)
+    # What is left is the rest of the variance, untouched.
+    assert np.trace(np.cov(out, rowvar=False)) == pytest.approx(np.sort(lam)[::-1][2:].sum(), rel=1e-9)
+    assert AllButTheTop().fit(x[:, :50]).directions.shape == (50, 1)  # at least one direction
+
+
+@pytest.mark.parametrize("make", [Whitening, lambda: Whitening(k=3), AllButTheTop])
+def test_bad_input_is_rejected(make):
+    x = anisotropic(200)
+    bad = x.copy()
+    bad[5, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        make().fit(bad)
+    model = make().fit(x)
+    with pytest.raises(ValueError, match="NaN"):
+        model.transform(bad)
+    with pytest.raises(ValueError, match="20 columns"):
+        model.transform(x[:, :19])
+    with pytest.raises(ValueError, match="2-D"):
+        model.transform(x[0])
+    with pytest.raises(RuntimeError, match="before fit"):
+        make().transform(x)
+
+
+def test_streaming_rejects_bad_batches():
+    stream = StreamingWhitening(4)
+    with pytest.raises(ValueError, match="4 columns"):
+        stream.partial_fit(np.ones((3, 5)))
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        stream.finalize()
+    with pytest.raises(ValueError, match="k must be"):
+        Whitening(k=30).fit(anisotropic(100))
