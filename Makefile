@@ -46,11 +46,7 @@ cache: install
 
 # Run every chapter top to bottom in a fresh kernel, saving the outputs into the notebook.
 execute: install cache
-	@for nb in $(CHAPTERS); do \
-	  echo "executing $$nb"; start=$$(date +%s); \
-	  $(VENV)/bin/jupyter execute --inplace --timeout=900 --kernel_name=python3 "$$nb" || exit 1; \
-	  echo "  $$nb: $$(( $$(date +%s) - start )) s"; \
-	done
+	$(PY) -m bertflow_mini.chapter $(CHAPTERS)
 
 html: install
 	$(VENV)/bin/jupyter-book build . --path-output $(BUILD) --warningiserror --keep-going -q
