@@ -22,9 +22,8 @@ Four pieces, in the order of the chapter:
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,6 +35,7 @@ import torch.nn.functional as F
 
 from bertflow_mini._checks import check_matrix, check_tensor
 from bertflow_mini._progress import tqdm
+from bertflow_mini._threads import torch_threads
 
 # ============================================================================ (a) convex hull, unseen token
 
@@ -182,18 +182,6 @@ def cosine_regularizer(E: torch.Tensor) -> torch.Tensor:
     return (s @ s - (U * U).sum()) / (n * (n - 1))
 
 
-@contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    """Run the block with ``threads`` torch CPU threads (``None``: unchanged), then restore the setting."""
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 # ============================================================================ (b) a Zipf vocabulary
 
 
@@ -250,7 +238,7 @@ def train_zipf_softmax(
     pairs = rng.choice(joint.size, size=n_samples, p=joint / joint.sum())
     counts_cx = np.bincount(pairs, minlength=joint.size).reshape(n_contexts, vocab_size)
 
-    with _torch_threads(threads):
+    with torch_threads(threads):
         gen = torch.Generator().manual_seed(seed)
         Hp = torch.nn.Parameter(torch.randn(n_contexts, dim, generator=gen) / np.sqrt(dim))
         Wp = torch.nn.Parameter(torch.randn(vocab_size, dim, generator=gen) / np.sqrt(dim))
@@ -427,7 +415,7 @@ def train_tiny_mlm(
         hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, pad_token_id=0,
         tie_word_embeddings=True,
     )
-    with torch.random.fork_rng(devices=[]), _torch_threads(threads):
+    with torch.random.fork_rng(devices=[]), torch_threads(threads):
         torch.manual_seed(seed)                  # weight init (and dropout, if any) without touching global state
         model = BertForMaskedLM(config)
         assert model.get_output_embeddings().weight is model.get_input_embeddings().weight, "embeddings must be tied"

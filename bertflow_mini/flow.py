@@ -22,9 +22,8 @@ libraries, e.g. ``normflows``, use the opposite naming; see ``tests/test_flow.py
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
+
 
 import numpy as np
 import torch
@@ -33,6 +32,7 @@ from torch import nn
 
 from ._checks import check_matrix, check_tensor
 from ._progress import tqdm
+from ._threads import torch_threads
 
 LOG_2PI = math.log(2 * math.pi)
 
@@ -375,22 +375,6 @@ class FitResult:
     losses: list[float] = field(default_factory=list)
 
 
-@contextmanager
-def _one_cpu_thread(device: torch.device) -> Iterator[None]:
-    """Run torch on one CPU thread, then restore the thread count.
-
-    The flow's matrices are tiny (32 × 192): extra threads only add synchronisation, and on a busy
-    machine (a shared CI runner) they make every step about 10× slower.
-    """
-    threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _as_tensor(embeddings: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
     if isinstance(embeddings, torch.Tensor):
         check_tensor(embeddings, name)
@@ -447,7 +431,7 @@ def fit_flow(
 
     bar = tqdm(total=epochs * math.ceil(n / batch_size), disable=not progress, desc="fitting flow", unit="step")
     losses: list[float] = []
-    with _one_cpu_thread(device):
+    with torch_threads(1 if device.type == "cpu" else None):  # tiny matrices: see _threads
         for epoch in range(epochs):
             order = torch.randperm(n, generator=generator).to(device)
             if epoch == 0 and init_size is not None:
@@ -504,7 +488,7 @@ class FlowTransform:
         device = next(self.flow.parameters()).device
         self.flow.eval()
         out = np.empty(x.shape, dtype=x.dtype)
-        with _one_cpu_thread(device):
+        with torch_threads(1 if device.type == "cpu" else None):  # tiny matrices: see _threads
             for start in range(0, len(x), self.rows_per_chunk):
                 chunk = np.ascontiguousarray(x[start : start + self.rows_per_chunk], dtype=np.float32)
                 z, _ = self.flow(torch.from_numpy(chunk).to(device))

@@ -33,6 +33,15 @@ def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
+@pytest.fixture()
+def one_torch_thread():
+    """Tiny models run fastest on one thread, and far faster than on an oversubscribed CPU."""
+    from bertflow_mini._threads import torch_threads
+
+    with torch_threads(1):
+        yield
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory) -> Path:
     """A randomly initialised BERT with bert-base-uncased's real vocabulary and config, shrunk to 2

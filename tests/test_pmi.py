@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from bertflow_mini.pmi import (
     cooccurrence,
@@ -19,12 +18,7 @@ from bertflow_mini.pmi import (
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_pmi_of_independent_joint_is_zero():
