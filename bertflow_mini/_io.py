@@ -30,6 +30,10 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        # mkstemp creates the file private (0600); give it the target's mode, or the usual one
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~umask)
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import warnings
 
 import numpy as np
 import torch
@@ -37,6 +38,8 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     ``all-MiniLM-L6-v2`` when ``$BERTFLOW_MODELS`` provides it, else ``bert-base-uncased``.
     """
     seed_everything(seed)
+    # transformers imports tqdm.auto, which warns when ipywidgets is missing; text bars are fine
+    warnings.filterwarnings("ignore", message="IProgress not found")
     _inline_figures()
     set_style()
     model = model or default_model()

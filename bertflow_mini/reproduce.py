@@ -105,19 +105,29 @@ def make_postprocessor(method: str, seed: int = 0, progress: bool = False):
 
 def evaluate_method(
     encoder: Encoder, task: str, pooling: Pooling, method: str, fit: str = "target", seed: int = 0,
-    progress: bool = True,
+    progress: bool = True, fitted: dict | None = None,
 ) -> STSResult:
-    """Spearman on ``task``'s test pairs after fitting ``method`` on its fitting sentences."""
+    """Spearman on ``task``'s test pairs after fitting ``method`` on its fitting sentences.
+
+    ``fitted``, a dict shared across calls, keeps post-processors already fitted on the same
+    sentences (under ``fit="train"`` STS12–16 share one fitting set), so each is fitted once.
+    """
     pairs = load_sts(task, "test")
     emb = embed_task(encoder, task, pooling, progress)
     a, b = emb(pairs.sent1), emb(pairs.sent2)
-    post = make_postprocessor(method, seed, progress)
-    if post is not None:
-        parts = [
-            (emb if source == canonical_task(task) else embed_task(encoder, source, pooling, progress))(sents)
-            for source, sents in fitting_sentences(task, fit)
-        ]
-        post.fit(np.concatenate(parts))
+    if method != "none":
+        sources = fitting_sentences(task, fit)
+        key = (method, seed, repr(pooling), tuple(source for source, _ in sources))
+        post = (fitted or {}).get(key)
+        if post is None:
+            post = make_postprocessor(method, seed, progress)
+            parts = [
+                (emb if source == canonical_task(task) else embed_task(encoder, source, pooling, progress))(sents)
+                for source, sents in sources
+            ]
+            post.fit(np.concatenate(parts))
+            if fitted is not None:
+                fitted[key] = post
         a, b = post.transform(a), post.transform(b)
     return score_pairs(pairs, a, b)
 
@@ -156,11 +166,12 @@ def reproduce(
     if seeds < 1:
         raise ValueError("seeds must be at least 1")
     tasks = [canonical_task(t) for t in tasks]
-    means, stds = {}, {}
+    means, stds, fitted = {}, {}, {}
     for method in methods:
         runs = seeds if method == "flow" else 1  # only the flow has randomness
         scores = np.array([
-            [getattr(evaluate_method(encoder, t, pooling, method, fit, seed, progress), aggregation) for t in tasks]
+            [getattr(evaluate_method(encoder, t, pooling, method, fit, seed, progress, fitted), aggregation)
+             for t in tasks]
             for seed in range(runs)
         ])
         scores = np.column_stack([scores, scores.mean(1)])  # the Avg. column, per seed

@@ -74,7 +74,7 @@ def test_glove_whitening_beats_raw_cosine_on_sts_b(glove):
 def test_seeds_give_mean_and_std_for_the_flow_only(monkeypatch, glove):
     calls = []
 
-    def fake(encoder, task, pooling, method, fit, seed, progress):
+    def fake(encoder, task, pooling, method, fit, seed, progress, fitted):
         calls.append((method, seed))
         return type("R", (), {"wmean": 50.0 + seed, "all": 0.0})()
 
@@ -105,3 +105,14 @@ def test_cli_reproduce_json_offline_with_glove(capsys):
 def test_default_methods_scale_the_truncation_like_the_whitening_paper():
     assert rp.default_methods(768)[3] == "whitening-256" and rp.default_methods(1024)[3] == "whitening-384"
     assert rp.default_methods(384)[3] == "whitening-128" and rp.default_methods(50)[3] == "whitening-16"
+
+
+def test_a_shared_fitting_set_is_fitted_once(glove, monkeypatch):
+    from bertflow_mini import whitening
+
+    fits = []
+    real_fit = whitening.Whitening.fit
+    monkeypatch.setattr(whitening.Whitening, "fit", lambda self, X: fits.append(len(X)) or real_fit(self, X))
+    table = rp.reproduce(glove, "avg", ["whitening"], "train", ["STS12", "STS13", "STSB"], progress=False)
+    # STS12 and STS13 share the STS-B + SICK training sentences: one fit; STS-B has its own train split
+    assert len(fits) == 2 and table.mean.shape == (1, 4)
