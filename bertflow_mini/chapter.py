@@ -70,7 +70,7 @@ def execute_notebook(path: str, timeout: int = 900) -> float:
 
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", coalesce_streams=True,
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", coalesce_streams=True, record_timing=False,
                    resources={"metadata": {"path": str(Path(path).parent)}}).execute()
     seconds = time.perf_counter() - start
     with atomic_path(path) as tmp:

@@ -314,14 +314,16 @@ def _mlm_loop(model, ids: torch.Tensor, eligible: torch.Tensor, counts: np.ndarr
     gen = torch.Generator().manual_seed(seed)
     order, pos, window, history = torch.randperm(len(ids), generator=gen), 0, [], []
     model.train()
-    for step in tqdm(range(steps + 1), disable=not progress, desc="tiny MLM"):
-        if step % track_every == 0 or step == steps:
-            cos, rho = _embedding_geometry(emb[n_sp:], counts[n_sp:])
-            loss_now = float(np.mean(window)) if window else float("nan")
-            history.append({"step": step, "loss": loss_now, "mean_cosine": cos, "spearman_freq_norm": rho})
-            window = []
-        if step == steps:
-            break
+
+    def record(step: int) -> None:  # the geometry now, and the mean loss since the last record
+        cos, rho = _embedding_geometry(emb[n_sp:], counts[n_sp:])
+        loss_now = float(np.mean(window)) if window else float("nan")
+        history.append({"step": step, "loss": loss_now, "mean_cosine": cos, "spearman_freq_norm": rho})
+        window.clear()
+
+    for step in tqdm(range(steps), disable=not progress, desc="tiny MLM"):
+        if step % track_every == 0:
+            record(step)
         if pos + batch_size > len(order):                      # next epoch
             order, pos = torch.randperm(len(ids), generator=gen), 0
         batch = order[pos: pos + batch_size]
@@ -336,6 +338,7 @@ def _mlm_loop(model, ids: torch.Tensor, eligible: torch.Tensor, counts: np.ndarr
         total.backward()
         opt.step()
         window.append(loss.item())
+    record(steps)
     model.eval()
     return pd.DataFrame(history)
 
