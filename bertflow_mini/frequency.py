@@ -262,3 +262,10 @@ def frequency_norm_correlation(E: np.ndarray, words: Sequence[str], frequencies:
     freqs = (word_frequencies([words[i] for i in keep]) if frequencies is None
              else np.asarray(frequencies, dtype=np.float64)[keep])
     return scipy.stats.spearmanr(freqs, np.linalg.norm(E[keep], axis=1))
+
+
+def side_by_side(ours: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Our table beside the paper's bert-base Table 1: one (ours, paper) column pair per bucket, rounded."""
+    both = pd.concat({name: ours.drop(index="words"), "paper (bert-base)": published_table1().drop(index="words")},
+                     axis=1)
+    return both.swaplevel(axis=1)[list(ours.columns)].round(2)

@@ -87,6 +87,17 @@ def default_model() -> str:
     return "bert-base-uncased"
 
 
+def hub_reachable(host: str = "huggingface.co", port: int = 443, timeout: float = 3.0) -> bool:
+    """Can this machine open a connection to the Hugging Face hub? (False offline, quickly.)"""
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
 def _is_glove(name: str) -> bool:
     return short_name(name).lower().startswith("glove")
 

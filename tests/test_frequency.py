@@ -145,3 +145,14 @@ def test_frequency_norm_correlation_sign():
 def test_table_rejects_mismatched_words():
     with pytest.raises(ValueError, match="rows"):
         frequency_table(np.zeros((5, 2)), ["a", "b"])
+
+
+def test_side_by_side_pairs_each_bucket_with_the_paper():
+    from bertflow_mini.frequency import published_table1, side_by_side
+
+    ours = published_table1().fillna(1.0) * 2  # a stand-in table of the right shape
+    both = side_by_side(ours, "ours")
+    assert list(both.columns.get_level_values(0)[:2]) == [ours.columns[0]] * 2
+    assert both.loc["mean ℓ2 norm", (ours.columns[0], "ours")] == round(2 * published_table1().iloc[0, 0], 2)
+    assert both.loc["mean ℓ2 norm", (ours.columns[0], "paper (bert-base)")] == published_table1().iloc[0, 0]
+    assert "words" not in both.index

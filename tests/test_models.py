@@ -159,3 +159,15 @@ def test_cache_is_used_keyed_and_rebuilt_when_corrupt(tiny, monkeypatch):
 def test_bad_input_is_a_value_error(tiny, bad, pooling):
     with pytest.raises(ValueError):
         encode(tiny, bad, pooling, cache=False, progress=False)
+
+
+def test_hub_reachable_tells_an_open_port_from_a_closed_one():
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    assert models.hub_reachable("127.0.0.1", port=port, timeout=1.0) is True
+    server.close()
+    assert models.hub_reachable("127.0.0.1", port=port, timeout=1.0) is False
