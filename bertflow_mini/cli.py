@@ -28,8 +28,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pooling", type=_pooling, default=None,
                    help="cls | last-avg | first-last-avg | last2avg | comma-separated hidden_states indices")
     p.add_argument("--tasks", type=_tasks, default=list(TASKS), help="e.g. 'STSB SICK-R STS12'")
-    p.add_argument("--max-length", type=int, default=64)
-    p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -101,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("sts", help="cosine-similarity STS evaluation of one model and pooling")
     _common(p)
+    p.add_argument("--max-length", type=int, default=64, help="tokens per sentence (the paper's 64)")
+    p.add_argument("--batch-size", type=int, default=64)
     p.set_defaults(func=cmd_sts)
     p = sub.add_parser("reproduce", help="the paper's table: post-processors fitted without labels, then STS")
     _common(p)
