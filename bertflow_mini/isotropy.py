@@ -24,26 +24,31 @@ def _row_norms(x: np.ndarray, name: str) -> np.ndarray:
     return norms
 
 
+def random_pair_cosines(X: np.ndarray, n_pairs: int = 10_000, seed: int = 0) -> np.ndarray:
+    """Cosine similarities of ``n_pairs`` random pairs of distinct rows (their histogram is the picture)."""
+    x = check_matrix(X, "X", min_rows=2).astype(np.float64)
+    if n_pairs < 1:
+        raise ValueError(f"n_pairs must be >= 1, got {n_pairs}")
+    norms = _row_norms(x, "X")
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, len(x), size=n_pairs)
+    j = rng.integers(0, len(x) - 1, size=n_pairs)
+    j = j + (j >= i)  # uniform over the n − 1 rows other than i
+    return np.einsum("pd,pd->p", x[i], x[j]) / (norms[i] * norms[j])
+
+
 def mean_random_cosine(X: np.ndarray, n_pairs: int | None = 10_000, seed: int = 0) -> float:
-    """Mean cosine similarity of ``n_pairs`` random pairs of distinct rows.
+    """Mean cosine similarity of ``n_pairs`` random pairs of distinct rows (:func:`random_pair_cosines`).
 
     ``n_pairs=None`` gives the exact mean over *all* pairs i ≠ j, in O(n·d) instead of O(n²·d):
     with unit rows uᵢ, Σᵢ≠ⱼ uᵢ·uⱼ = ‖Σᵢ uᵢ‖² − n, so the mean is (‖Σᵢ uᵢ‖² − n) / (n(n − 1)).
     """
-    x = check_matrix(X, "X", min_rows=2)
-    norms = _row_norms(x.astype(np.float64), "X")
+    if n_pairs is not None:
+        return float(random_pair_cosines(X, n_pairs, seed).mean())
+    x = check_matrix(X, "X", min_rows=2).astype(np.float64)
     n = len(x)
-    if n_pairs is None:
-        total = (x / norms[:, None]).sum(axis=0, dtype=np.float64)
-        return float((total @ total - n) / (n * (n - 1)))
-    if n_pairs < 1:
-        raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
-    rng = np.random.default_rng(seed)
-    i = rng.integers(0, n, size=n_pairs)
-    j = rng.integers(0, n - 1, size=n_pairs)
-    j = j + (j >= i)  # uniform over the n − 1 rows other than i
-    dots = np.einsum("pd,pd->p", x[i].astype(np.float64), x[j].astype(np.float64))
-    return float((dots / (norms[i] * norms[j])).mean())
+    total = (x / _row_norms(x, "X")[:, None]).sum(axis=0)
+    return float((total @ total - n) / (n * (n - 1)))
 
 
 def isotropy_score(X: np.ndarray) -> float:

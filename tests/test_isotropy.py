@@ -119,3 +119,14 @@ def test_specific_errors():
         mean_random_cosine(x[:1] + 1)
     with pytest.raises(ValueError, match="at least one"):
         compare({})
+
+
+def test_random_pair_cosines_are_cosines_of_distinct_rows():
+    from bertflow_mini.isotropy import random_pair_cosines
+
+    x = np.eye(3)  # distinct rows are orthogonal, a row with itself would give 1
+    assert (random_pair_cosines(x, n_pairs=500) == 0.0).all()
+    y = np.random.default_rng(0).normal(size=(50, 4))
+    sims = random_pair_cosines(y, n_pairs=300, seed=2)
+    assert sims.shape == (300,) and np.abs(sims).max() <= 1.0
+    assert mean_random_cosine(y, n_pairs=300, seed=2) == pytest.approx(sims.mean())
