@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from bertflow_mini.frequency import (
-    RANK_BUCKETS,
     assign_buckets,
     bucket_labels,
     exclusion_counts,
@@ -14,7 +12,6 @@ from bertflow_mini.frequency import (
     frequency_ranks,
     frequency_table,
     knn,
-    published_table1,
     ranks_from_frequencies,
     whole_word_vocab,
 )
@@ -121,15 +118,21 @@ def test_table_dot_products_agree_with_neighbour_definition():
         np.einsum("nd,nkd->nk", E, E[idx]).mean())
 
 
-def test_published_table_has_the_same_shape():
-    ours = frequency_table(np.random.default_rng(0).normal(size=(30, 3)), [f"w{i}" for i in range(30)],
-                           frequencies=np.arange(30.0))
-    pub = published_table1()
-    assert pub.index.equals(ours.index) and pub.columns.equals(ours.columns)
-    assert pub.loc["mean ℓ2 norm", "[0,100)"] == 0.95 and pub.loc["k-NN dot product, k=7", "[5K,…)"] == 1.60
-    assert pub.drop("words").notna().all().all()
-    assert isinstance(ours, pd.DataFrame) and ours.loc["words"].sum() == 30
-    assert RANK_BUCKETS[-1] == (5000, None)
+def test_table_of_a_hand_computed_case():
+    # Four words in 2-D, ranked by the given frequencies, two rank buckets, k = 1. By hand:
+    #   norms 5, 1, 2, 10; nearest neighbours w0→w2 (√13, dot 8), w1→w2 (1, dot 2), w2→w1 (1, dot 2),
+    #   w3→w0 (5, dot 50); ranks 0, 1 | 2, 3.
+    E = np.array([[3.0, 4.0], [0.0, 1.0], [0.0, 2.0], [6.0, 8.0]])
+    table = frequency_table(E, ["w0", "w1", "w2", "w3"], ks=(1,), buckets=((0, 2), (2, None)),
+                            frequencies=[4.0, 3.0, 2.0, 1.0])
+    assert list(table.columns) == ["[0,2)", "[2,…)"]
+    assert list(table.index) == ["mean ℓ2 norm", "k-NN ℓ2 distance, k=1", "k-NN dot product, k=1", "words"]
+    np.testing.assert_allclose(table["[0,2)"], [3.0, (np.sqrt(13) + 1) / 2, 5.0, 2], rtol=1e-12)
+    np.testing.assert_allclose(table["[2,…)"], [6.0, 3.0, 26.0, 2], rtol=1e-12)
+    # The frequencies decide the buckets: reversed, the two buckets swap their words.
+    flipped = frequency_table(E, ["w0", "w1", "w2", "w3"], ks=(1,), buckets=((0, 2), (2, None)),
+                              frequencies=[1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(flipped["[0,2)"], table["[2,…)"], rtol=1e-12)
 
 
 def test_frequency_norm_correlation_sign():

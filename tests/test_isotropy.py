@@ -54,7 +54,28 @@ def test_mean_cosine_matches_brute_force():
     # Random pairs estimate the same number: within 4 standard errors.
     sims = (u @ u.T)[~np.eye(60, dtype=bool)]
     assert abs(mean_random_cosine(x, n_pairs=20_000, seed=3) - brute) < 4 * sims.std() / np.sqrt(20_000)
-    assert mean_random_cosine(x, seed=5) == mean_random_cosine(x, seed=5)
+
+
+def test_mean_cosine_of_a_hand_computed_triangle():
+    # Rows e1, (1,1), (1,2): pair cosines 1/√2, 1/√5 and 3/√10; every ordered pair i ≠ j counts once.
+    x = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    exact = (1 / np.sqrt(2) + 1 / np.sqrt(5) + 3 / np.sqrt(10)) / 3
+    assert mean_random_cosine(x, n_pairs=None) == pytest.approx(exact, abs=1e-15)
+    assert mean_random_cosine(10.0 * x, n_pairs=None) == pytest.approx(exact, abs=1e-15)  # lengths do not matter
+
+
+def test_the_seed_alone_decides_the_sample():
+    # Same seed: the same estimate, whatever the global NumPy / Python random state in between; another
+    # seed: another sample. (A version drawing from np.random's global state fails the first line.)
+    import random
+
+    x = np.random.default_rng(8).normal(size=(40, 5)) + 0.3
+    first = mean_random_cosine(x, n_pairs=500, seed=5)
+    np.random.seed(123)
+    random.seed(123)
+    np.random.rand(17)
+    assert mean_random_cosine(x, n_pairs=500, seed=5) == first
+    assert mean_random_cosine(x, n_pairs=500, seed=6) != first
 
 
 def test_random_pairs_are_distinct():
@@ -126,7 +147,14 @@ def test_random_pair_cosines_are_cosines_of_distinct_rows():
 
     x = np.eye(3)  # distinct rows are orthogonal, a row with itself would give 1
     assert (random_pair_cosines(x, n_pairs=500) == 0.0).all()
-    y = np.random.default_rng(0).normal(size=(50, 4))
-    sims = random_pair_cosines(y, n_pairs=300, seed=2)
-    assert sims.shape == (300,) and np.abs(sims).max() <= 1.0
-    assert mean_random_cosine(y, n_pairs=300, seed=2) == pytest.approx(sims.mean())
+    # Three rows whose three pair cosines differ: the sampled values tell which pair was drawn. Every
+    # pair of distinct rows must come up a third of the time, and no row with itself (cosine 1).
+    tri = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    n = 30_000
+    sims = random_pair_cosines(tri, n_pairs=n, seed=2)
+    assert sims.shape == (n,)
+    pair_cosines = [1 / np.sqrt(2), 1 / np.sqrt(5), 3 / np.sqrt(10)]
+    share = [np.isclose(sims, c, atol=1e-12).mean() for c in pair_cosines]
+    assert sum(share) == pytest.approx(1.0)  # nothing but these three values, never 1.0
+    assert max(abs(s - 1 / 3) for s in share) < 4 * np.sqrt(2 / 9 / n)  # 4 binomial standard errors
+    assert mean_random_cosine(tri, n_pairs=n, seed=2) == pytest.approx(sims.mean())

@@ -91,18 +91,63 @@ def test_poolings_match_a_hand_computation_despite_padding(tiny, pooling):
     np.testing.assert_allclose(got, want, atol=1e-5)
 
 
-def test_the_layer_indexing_pitfall(tiny):
-    # hidden_states[0] is the embedding output; [1] is the first transformer layer. BERT-flow's
-    # "last2avg" averaged [1] and [-1] — our "first-last-avg" — not the last two layers.
-    L = tiny.n_layers
-    assert pooling_layers("first-last-avg", L) == (1, L)
-    assert pooling_layers("last2avg", L) == (L - 1, L)
+def block_outputs(enc, sentence: str) -> dict:
+    """The embedding module's output and each transformer block's output for one sentence alone,
+    captured by forward hooks on the modules themselves — not read from the ``hidden_states`` list,
+    whose indexing is the pitfall under test."""
+    captured: dict = {}
+
+    def keep(key):
+        def hook(module, inputs, output):
+            captured[key] = (output[0] if isinstance(output, tuple) else output)[0].detach()
+        return hook
+
+    blocks = list(enc.model.encoder.layer)
+    handles = [enc.model.embeddings.register_forward_hook(keep("embeddings"))]
+    handles += [block.register_forward_hook(keep(k)) for k, block in enumerate(blocks)]
+    try:
+        with torch.no_grad():
+            enc.model(**enc.tokenizer([sentence], return_tensors="pt"))
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert len(captured) == len(blocks) + 1
+    return captured
+
+
+def test_the_layer_indexing_pitfall(tmp_path):
+    # BERT-flow's "last2avg" averaged the first and the last transformer *blocks* (the official code
+    # reads all_encoder_layers[0], a block output); SimCSE's first version averaged the *embedding
+    # output* and the last block instead. Each named pooling must average exactly the blocks it names;
+    # with 3 blocks, "first", "second-to-last" and "last" are three different ones.
+    from conftest import save_tiny_bert
+
+    tiny = load_encoder(str(save_tiny_bert(tmp_path / "tiny-bert-3", layers=3)), device="cpu")
+    assert tiny.n_layers == 3
+    got = {p: encode(tiny, SENTENCES, p, cache=False, progress=False)
+           for p in ("first-last-avg", "last2avg", "last-avg", (0, -1))}
+    first, last = 0, tiny.n_layers - 1  # block indices
+    for i, sentence in enumerate(SENTENCES):
+        out = {k: v.mean(0).numpy() for k, v in block_outputs(tiny, sentence).items()}  # token means
+        np.testing.assert_allclose(got["first-last-avg"][i], (out[first] + out[last]) / 2, atol=1e-5)
+        np.testing.assert_allclose(got["last2avg"][i], (out[last - 1] + out[last]) / 2, atol=1e-5)
+        np.testing.assert_allclose(got["last-avg"][i], out[last], atol=1e-5)
+        np.testing.assert_allclose(got[(0, -1)][i], (out["embeddings"] + out[last]) / 2, atol=1e-5)
+    assert not np.allclose(got["first-last-avg"], got["last2avg"], atol=1e-3)  # the hooks tell them apart
+    assert not np.allclose(got["first-last-avg"], got[(0, -1)], atol=1e-3)
     per_layer = encode_layers(tiny, SENTENCES, cache=False, progress=False)
-    assert per_layer.shape == (L + 1, len(SENTENCES), tiny.dim)
-    first_last = encode(tiny, SENTENCES, "first-last-avg", cache=False, progress=False)
-    np.testing.assert_allclose(first_last, (per_layer[1] + per_layer[L]) / 2, atol=1e-5)
-    with_embeddings = encode(tiny, SENTENCES, (0, L), cache=False, progress=False)
-    assert not np.allclose(first_last, with_embeddings, atol=1e-3)
+    assert per_layer.shape == (tiny.n_layers + 1, len(SENTENCES), tiny.dim)
+
+
+def test_named_poolings_pick_the_layers_of_a_12_layer_bert():
+    # hidden_states of bert-base: index 0 = embedding output, 1 … 12 = the blocks' outputs.
+    assert pooling_layers("first-last-avg", 12) == (1, 12)  # BERT-flow's "last2avg", really
+    assert pooling_layers("last2avg", 12) == (11, 12)
+    assert pooling_layers("last-avg", 12) == pooling_layers("cls", 12) == (12,)
+    assert pooling_layers((0, -1), 12) == (0, 12) and pooling_layers((-13,), 12) == (0,)
+    for bad in [(13,), (-14,), ()]:
+        with pytest.raises(ValueError):
+            pooling_layers(bad, 12)
 
 
 def test_order_duplicates_and_batch_size_do_not_change_vectors(tiny):
@@ -171,3 +216,54 @@ def test_hub_reachable_tells_an_open_port_from_a_closed_one():
     assert models.hub_reachable("127.0.0.1", port=port, timeout=1.0) is True
     server.close()
     assert models.hub_reachable("127.0.0.1", port=port, timeout=1.0) is False
+
+
+def _rewrite_weights_in_place(folder, scale: float = 0.5) -> None:
+    """Perturb every weight of the checkpoint in ``folder`` and save it back: same name, same files,
+    same sizes — only the numbers change (as after re-training or a fresh download)."""
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(folder)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(scale * torch.randn(p.shape, generator=g))
+    model.save_pretrained(folder)
+
+
+def test_cache_is_invalidated_when_weights_change_under_the_same_name(tmp_path, monkeypatch):
+    from conftest import save_tiny_bert
+
+    folder = save_tiny_bert(tmp_path / "models" / "tiny-bert")
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path / "models"))
+    weights = sorted(folder.glob("*.safetensors"))
+    sizes = [w.stat().st_size for w in weights]
+    before = encode(load_encoder("tiny-bert", device="cpu"), SENTENCES, "last-avg", progress=False)
+
+    _rewrite_weights_in_place(folder)
+    assert [w.stat().st_size for w in sorted(folder.glob("*.safetensors"))] == sizes  # only the values differ
+    enc = load_encoder("tiny-bert", device="cpu")
+    after = encode(enc, SENTENCES, "last-avg", progress=False)
+    fresh = encode(enc, SENTENCES, "last-avg", cache=False, progress=False)
+    assert not np.allclose(after, before, atol=1e-3)  # not the stale cache entry ...
+    np.testing.assert_allclose(after, fresh, atol=1e-6)  # ... but the new weights' vectors
+    assert len(list(models.cache_dir("embeddings").glob("tiny-bert-*.npy"))) == 2  # one entry per weights
+
+
+@pytest.mark.xfail(strict=True, reason="models._hash_files memoises on (size, mtime): a same-size rewrite that "
+                   "keeps the old mtime (cp -p, rsync -t, a restored backup) reuses the old fingerprint")
+def test_cache_is_invalidated_when_weights_change_with_the_same_mtime(tmp_path, monkeypatch):
+    import os
+
+    from conftest import save_tiny_bert
+
+    folder = save_tiny_bert(tmp_path / "models" / "tiny-bert")
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path / "models"))
+    weights = sorted(folder.glob("*.safetensors"))
+    stamps = [(w.stat().st_atime_ns, w.stat().st_mtime_ns) for w in weights]
+    before = encode(load_encoder("tiny-bert", device="cpu"), SENTENCES, "last-avg", progress=False)
+    _rewrite_weights_in_place(folder)
+    for w, ns in zip(weights, stamps):
+        os.utime(w, ns=ns)  # what `cp -p` or `rsync -t` of another checkpoint does
+    after = encode(load_encoder("tiny-bert", device="cpu"), SENTENCES, "last-avg", progress=False)
+    assert not np.allclose(after, before, atol=1e-3)

@@ -6,11 +6,12 @@ import json
 
 import numpy as np
 import pytest
+from scipy.spatial.distance import cosine as scipy_cosine_distance
+from scipy.stats import spearmanr
 
 from bertflow_mini import reproduce as rp
 from bertflow_mini.cli import main
 from bertflow_mini.data import load_sts
-from bertflow_mini.published import PUBLISHED
 from bertflow_mini.sts import score_pairs
 
 
@@ -86,20 +87,58 @@ def test_seeds_give_mean_and_std_for_the_flow_only(monkeypatch, glove):
     assert table.formatted().loc["flow", "STSB"] == "51.00 ± 1.00"
 
 
-def test_published_rows_for_bert_base_first_last():
-    rows = rp.published_rows("bert-base-uncased", "first-last-avg")
-    flow = rows.loc["BERT-flow: flow (target, wmean)"]
-    assert flow["STSB"] == 70.72 and flow["STS16"] == 75.37
-    assert flow["Avg."] == pytest.approx(np.mean(PUBLISHED[("BERT-flow", "bert-base-uncased", "first-last-avg", "flow", "target")][1]))
-    assert rp.published_rows("all-MiniLM-L6-v2", "first-last-avg").empty
+def _scipy_spearman_of_cosines(left: np.ndarray, right: np.ndarray, gold) -> float:
+    cos = [1 - scipy_cosine_distance(a, b) for a, b in zip(left, right)]
+    return spearmanr(cos, gold).statistic * 100
 
 
-def test_cli_reproduce_json_offline_with_glove(capsys):
-    assert main(["reproduce", "--model", "glove-6B-50d", "--methods", "none,whitening-32", "--tasks", "STSB STS13",
+def test_cli_reproduce_json_offline_with_glove(capsys, glove, mini_data, monkeypatch):
+    from bertflow_mini.data import glove_embed
+    from conftest import raw_pairs
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    assert main(["reproduce", "--model", "glove-6B-50d", "--methods", "none,whitening-8", "--tasks", "STSB STS12",
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["pooling"] == "avg" and set(out["mean"]) == {"none", "whitening-32"}
-    assert set(out["mean"]["none"]) == {"STSB", "STS13", "Avg."}
+    assert out["pooling"] == "avg" and out["fit"] == "target" and set(out["mean"]) == {"none", "whitening-8"}
+    assert set(out["mean"]["none"]) == {"STSB", "STS12", "Avg."} and out["published"] == {}
+    # The raw-cosine cell, recomputed from the test file itself with scipy.
+    test = raw_pairs(mini_data, "STSB", "test")
+    left, right = (glove_embed([p[i] for p in test], glove.glove) for i in (0, 1))
+    assert out["mean"]["none"]["STSB"] == pytest.approx(_scipy_spearman_of_cosines(left, right, [p[2] for p in test]),
+                                                        abs=1e-6)
+    row = out["mean"]["whitening-8"]
+    assert row["Avg."] == pytest.approx((row["STSB"] + row["STS12"]) / 2)
+
+
+def test_a_real_flow_fitted_on_training_sentences_only(glove, mini_data, monkeypatch):
+    """``fit="train"`` with the real flow (no stand-in): STS-B's flow sees exactly STS-B's training
+    sentences, STS12's sees the STS-B and SICK training sentences, and the STS-B cell is what fitting
+    that flow by hand and scoring the test pairs with scipy gives."""
+    from bertflow_mini.data import glove_embed
+    from bertflow_mini.flow import FlowTransform
+    from conftest import raw_pairs
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    fitted = []
+    real_fit = FlowTransform.fit
+    monkeypatch.setattr(FlowTransform, "fit", lambda self, X: fitted.append(np.array(X)) or real_fit(self, X))
+    table = rp.reproduce(glove, "avg", ["none", "flow"], "train", ["STSB", "STS12"], progress=False)
+
+    def distinct(task: str) -> list[str]:  # first appearance, pair by pair
+        return list(dict.fromkeys(s for a, b, _ in raw_pairs(mini_data, task, "train") for s in (a, b)))
+
+    stsb, sick = distinct("STSB"), distinct("SICK-R")
+    assert [len(x) for x in fitted] == [len(stsb), len(stsb) + len(sick)]  # no test sentence, nothing twice
+    np.testing.assert_array_equal(fitted[0], glove_embed(stsb, glove.glove))
+    np.testing.assert_array_equal(fitted[1], glove_embed(stsb + sick, glove.glove))
+
+    by_hand = FlowTransform(seed=0, progress=False).fit(glove_embed(stsb, glove.glove))
+    test = raw_pairs(mini_data, "STSB", "test")
+    left, right = (by_hand.transform(glove_embed([p[i] for p in test], glove.glove)) for i in (0, 1))
+    want = _scipy_spearman_of_cosines(left, right, [p[2] for p in test])
+    assert table.mean.loc["flow", "STSB"] == pytest.approx(want, abs=1e-6)
+    assert table.mean.loc["flow", "STSB"] != table.mean.loc["none", "STSB"]  # the flow really transformed
 
 
 def test_default_methods_scale_the_truncation_like_the_whitening_paper():

@@ -1,0 +1,72 @@
+"""Each chapter's set-up cell: it says which model, data and device produced the page, and seeds every
+random generator a chapter uses, so reruns print the same numbers."""
+from __future__ import annotations
+
+import random
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from bertflow_mini.chapter import seed_everything, setup
+
+
+@pytest.fixture(autouse=True)
+def _restore_global_state():
+    """setup() styles matplotlib and seeds the global generators: give both back afterwards."""
+    py, np_state, torch_state = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    with matplotlib.rc_context():
+        yield
+    random.setstate(py)
+    np.random.set_state(np_state)
+    torch.set_rng_state(torch_state)
+
+
+def draws() -> tuple[float, float, float]:
+    return random.random(), float(np.random.rand()), float(torch.rand(1))
+
+
+def test_seed_everything_seeds_python_numpy_and_torch():
+    # The oracle: each library's own generator, seeded independently.
+    want = (random.Random(7).random(), float(np.random.RandomState(7).rand()),
+            float(torch.rand(1, generator=torch.Generator().manual_seed(7))))
+    seed_everything(7)
+    assert draws() == want
+    seed_everything(8)
+    assert all(a != b for a, b in zip(draws(), want))
+
+
+def test_setup_with_the_mirror_names_model_data_device_and_seeds(tiny_bert_dir, monkeypatch, capsys):
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    monkeypatch.setenv("BERTFLOW_DATA", "/some/mirror")
+    random.seed(99)  # whatever state a previous cell left
+    assert setup("tiny-bert", seed=3) == "tiny-bert"
+    after_setup = draws()
+    seed_everything(3)
+    assert after_setup == draws()  # setup(seed=3) left every generator exactly as seed_everything(3) does
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "model : tiny-bert  [local mirror ($BERTFLOW_MODELS)]"
+    assert lines[1] == "data  : local mirror ($BERTFLOW_DATA)"
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    assert lines[2].startswith(f"device: {device}   torch {torch.__version__.split('+')[0]}") and lines[2].endswith("seed 3")
+    assert matplotlib.rcParams["figure.figsize"] == [7.0, 4.0]  # the book's figure style is on
+
+
+def test_setup_without_a_mirror_says_the_hub_and_the_download_urls(tmp_path, monkeypatch, capsys):
+    # A reader's machine or Colab: no mirror, so the paper's model from the hub and data from the web.
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
+    monkeypatch.delenv("BERTFLOW_DATA")
+    assert setup() == "bert-base-uncased"
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "model : bert-base-uncased  [Hugging Face hub (bert-base-uncased)]"
+    assert out[1] == "data  : official download URLs (cached)"
+
+
+def test_setup_default_is_the_mirror_model_when_the_mirror_has_it(monkeypatch, capsys):
+    from conftest import MINILM_DIR, need
+
+    need(MINILM_DIR)
+    monkeypatch.setenv("BERTFLOW_MODELS", str(MINILM_DIR.parent))
+    assert setup() == "all-MiniLM-L6-v2"
+    assert capsys.readouterr().out.startswith("model : all-MiniLM-L6-v2  [local mirror ($BERTFLOW_MODELS)]")
