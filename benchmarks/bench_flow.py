@@ -2,6 +2,7 @@
 
     python benchmarks/bench_flow.py                # all-MiniLM-L6-v2 embeddings of every STS-B sentence
     python benchmarks/bench_flow.py --synthetic    # random anisotropic 17000 × 384 instead
+    python benchmarks/bench_flow.py --smoke        # synthetic 320 × 16, once: checks the script runs
     PYTHONPATH=. python benchmarks/bench_flow.py   # from the repo root when the package is not installed
 
 Both flows have the official configuration (3 levels × depth 3, width 32, additive coupling, channel
@@ -107,16 +108,20 @@ def timed(fn):
     return out, time.perf_counter() - t0
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--synthetic", action="store_true", help="use random anisotropic 17000 × 384 data")
     parser.add_argument("--skip-reference", action="store_true", help="do not time the normflows reference")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3,
                         help="fit each flow this many times, alternating, and keep the fastest (default 3)")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="synthetic 320 × 16, one repeat: checks the script end to end (figures mean nothing)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.synthetic, args.repeats = True, 1
 
-    source = "synthetic 17000 × 384"
+    source = "synthetic 320 × 16" if args.smoke else "synthetic 17000 × 384"
     if not args.synthetic:
         try:
             x = stsb_embeddings()
@@ -125,7 +130,7 @@ def main() -> None:
             print(f"real embeddings unavailable ({type(err).__name__}: {err}); using synthetic data")
             args.synthetic = True
     if args.synthetic:
-        x = synthetic(seed=args.seed)
+        x = synthetic(n=320, dim=16, seed=args.seed) if args.smoke else synthetic(seed=args.seed)
     n, dim = x.shape
     print(f"data: {source}; torch {torch.__version__}, {torch.get_num_threads()} CPU threads available")
 

@@ -3,6 +3,7 @@
     python benchmarks/bench_knn.py                 # 30k×768 random, all-MiniLM-L6-v2, GloVe 50d
     PYTHONPATH=. python benchmarks/bench_knn.py    # from the repo root when the package is not installed
     python benchmarks/bench_knn.py --skip-random
+    python benchmarks/bench_knn.py --smoke         # 5000 rows of each table: checks the script runs
 
 Reads the model from $BERTFLOW_MODELS/all-MiniLM-L6-v2 and GloVe from
 $BERTFLOW_DATA/glove/glove.6B.50d.subset.txt.gz (the shared mirror; nothing is downloaded).
@@ -59,10 +60,13 @@ def glove_embeddings(path: Path) -> tuple[np.ndarray, list[str]]:
     return np.asarray(glove.vectors), list(glove.words)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-random", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="the first 5000 rows of each table: checks the script end to end (figures mean nothing)")
+    args = parser.parse_args(argv)
+    rows = 5000 if args.smoke else None  # None: every row
     pd.set_option("display.width", 140, "display.precision", 3)
     models = Path(os.environ.get("BERTFLOW_MODELS", "/work/shared/models"))
     data = Path(os.environ.get("BERTFLOW_DATA", "/work/shared/data"))
@@ -71,14 +75,16 @@ def main() -> None:
         from transformers import AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(models / "all-MiniLM-L6-v2")
-        words = [w for w, _ in sorted(tok.get_vocab().items(), key=lambda kv: kv[1])][:30000]
-        E = np.random.default_rng(0).normal(size=(30000, 768)).astype(np.float32) / np.sqrt(768)
-        _timed("frequency_table, 30000×768 random float32 (BERT vocab as words)",
+        n, dim = (rows, 32) if args.smoke else (30000, 768)
+        words = [w for w, _ in sorted(tok.get_vocab().items(), key=lambda kv: kv[1])][:n]
+        E = np.random.default_rng(0).normal(size=(n, dim)).astype(np.float32) / np.sqrt(dim)
+        _timed(f"frequency_table, {n}×{dim} random float32 (BERT vocab as words)",
                lambda: frequency_table(E, words))
 
     print("\npublished, bert-base (Li et al. 2020, Table 1)\n", published_table1(), sep="")
 
     E, words = _timed("load all-MiniLM-L6-v2", lambda: minilm_embeddings(models / "all-MiniLM-L6-v2"))
+    E, words = E[:rows], words[:rows]
     print("whole-word filter:", exclusion_counts(words))
     table = _timed(f"frequency_table, all-MiniLM-L6-v2 {E.shape}", lambda: frequency_table(E, words))
     print(table)
@@ -86,6 +92,7 @@ def main() -> None:
 
     glove = data / "glove" / "glove.6B.50d.subset.txt.gz"
     E, words = _timed("load GloVe 6B 50d subset", lambda: glove_embeddings(glove))
+    E, words = E[:rows], words[:rows]
     print("whole-word filter:", exclusion_counts(words))
     table = _timed(f"frequency_table, GloVe {E.shape}", lambda: frequency_table(E, words))
     print(table)

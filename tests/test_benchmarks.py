@@ -1,0 +1,57 @@
+"""Smoke tests: each script in benchmarks/ runs end to end on a tiny input (``--smoke``) and prints its
+table. They check that the scripts still work with the package, not how fast anything is."""
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load(name: str) -> ModuleType:
+    """Import ``benchmarks/<name>.py`` as a module (the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_benchmark_has_a_smoke_test():
+    assert sorted(p.stem for p in BENCHMARKS.glob("bench_*.py")) == ["bench_encode", "bench_flow", "bench_knn"]
+
+
+def test_bench_encode_smoke(tiny_bert_dir, capsys):
+    load("bench_encode").main(["--smoke", "--model", str(tiny_bert_dir)])
+    out = capsys.readouterr().out
+    assert "model tiny-bert, 16 sentences" in out
+    for row in ("naive loop (fixed batches, no cache)", "encode, cold (no cache)", "encode, warm cache"):
+        assert re.search(re.escape(row) + r"\s+\d+\.\d\d\s+\d+\s+\d+\.\dx", out), row
+    assert "peak resident memory" in out and "target (cold >= 1.5x naive)" in out
+
+
+def test_bench_flow_smoke(capsys):
+    pytest.importorskip("normflows")
+    load("bench_flow").main(["--smoke"])
+    out = capsys.readouterr().out
+    assert out.startswith("data: synthetic 320 × 16")
+    for row in ("flow fit (ours)", "flow fit (normflows reference)", "whitening fit",
+                "streaming whitening fit (1000-row batches)", "all-but-the-top fit"):
+        assert row in out, row
+    assert "flow: 10 steps" in out  # 320 rows / batch 32
+    assert "normflows reference / ours =" in out
+
+
+def test_bench_knn_smoke(capsys):
+    from conftest import DATA_DIR, MINILM_DIR, need
+
+    need(MINILM_DIR)
+    need(DATA_DIR / "glove")
+    load("bench_knn").main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "frequency_table, 5000×32 random float32" in out
+    assert "frequency_table, all-MiniLM-L6-v2 (5000, 384)" in out and "frequency_table, GloVe (5000, 50)" in out
+    assert out.count("Spearman(frequency, norm):") == 2 and out.count("k-NN dot product, k=7") == 3
