@@ -47,7 +47,8 @@ class Whitening:
     def fit(self, X: np.ndarray) -> Whitening:
         x = check_matrix(X, "X", min_rows=2).astype(np.float64)
         self.mean = x.mean(axis=0)
-        self.W = _whitening_matrix(np.cov(x, rowvar=False), self.k, self.eps)
+        cov = np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])  # np.cov of one column is a scalar
+        self.W = _whitening_matrix(cov, self.k, self.eps)
         return self
 
     def fit_stream(self, batches: Iterable[np.ndarray]) -> Whitening:

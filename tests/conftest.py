@@ -20,6 +20,18 @@ DATA_DIR = Path(os.environ["BERTFLOW_DATA"])
 TOKENIZER_DIR = Path(os.environ["BERTFLOW_MODELS"]) / "bert-base-uncased-tokenizer"
 MINILM_DIR = Path(os.environ["BERTFLOW_MODELS"]) / "all-MiniLM-L6-v2"
 
+# Property tests (hypothesis): modest and deadline-free by default, so they stay fast on a busy
+# 2-core machine; no example database written into the checkout. For a longer hunt:
+#   pytest tests/test_properties.py --hypothesis-profile=thorough
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover - hypothesis is a test requirement
+    pass
+else:
+    _hypothesis_settings.register_profile("bertflow", max_examples=30, deadline=None, database=None)
+    _hypothesis_settings.register_profile("thorough", max_examples=1000, deadline=None, database=None)
+    _hypothesis_settings.load_profile("bertflow")
+
 #: Tests with these markers run the chapters against the real (warm) user cache.
 REAL_CACHE_MARKERS = ("notebook", "browser")
 
