@@ -1,8 +1,15 @@
-"""Command line: ``python -m bertflow_mini sts …`` and ``python -m bertflow_mini reproduce …``."""
+"""Command line: ``python -m bertflow_mini pretrain|sts|reproduce|encode …``.
+
+Every command takes ``--model``: a short name (``scratch-bert``, the default: the book's own BERT,
+pretrained here on first use; ``scratch-bert@0`` … ``@50`` its earlier checkpoints;
+``all-MiniLM-L6-v2``; ``glove-6B-50d``; ``bert-base-uncased`` where the hub is reachable), a hub id
+or a folder.
+"""
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import asdict
 from typing import Sequence
@@ -23,8 +30,21 @@ def _tasks(text: str) -> list[str]:
     return [canonical_task(t) for t in text.replace(",", " ").split()]
 
 
+DEFAULT_MODEL = "scratch-bert"
+
+
+def _default_pooling(encoder) -> str:
+    """Averaged word vectors for GloVe; the paper's first-last average for transformers."""
+    return "avg" if encoder.glove is not None else "first-last-avg"
+
+
+def _model(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=DEFAULT_MODEL,
+                   help=f"short name, hub id or folder (default: {DEFAULT_MODEL}, the book's own BERT)")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=None, help="short name, hub id or folder (default: the mirror model, else bert-base-uncased)")
+    _model(p)
     p.add_argument("--pooling", type=_pooling, default=None,
                    help="cls | last-avg | first-last-avg | last2avg | comma-separated hidden_states indices")
     p.add_argument("--tasks", type=_tasks, default=list(TASKS), help="e.g. 'STSB SICK-R STS12'")
@@ -37,12 +57,12 @@ def _print_table(df: pd.DataFrame) -> None:
 
 
 def cmd_sts(args: argparse.Namespace) -> int:
-    from .models import default_model, encode, load_encoder
+    from .models import encode, load_encoder
     from .sts import evaluate, results_table, subset_table
 
-    model = args.model or default_model()
+    model = args.model
     encoder = load_encoder(model)
-    pooling = args.pooling or ("avg" if encoder.glove is not None else "first-last-avg")
+    pooling = args.pooling or _default_pooling(encoder)
     embed = lambda s: encode(encoder, s, pooling, max_length=args.max_length, batch_size=args.batch_size)  # noqa: E731
     results = evaluate(embed, args.tasks)
     if args.json:
@@ -57,12 +77,12 @@ def cmd_sts(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from .models import default_model, load_encoder
+    from .models import load_encoder
     from .reproduce import default_methods, published_rows, reproduce
 
-    model = args.model or default_model()
+    model = args.model
     encoder = load_encoder(model)
-    pooling = args.pooling or ("avg" if encoder.glove is not None else "first-last-avg")
+    pooling = args.pooling or _default_pooling(encoder)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else default_methods(encoder.dim)
     table = reproduce(encoder, pooling, methods, args.fit, args.tasks, args.seeds, args.aggregation)
     published = published_rows(encoder.name, pooling, args.tasks)
@@ -84,19 +104,45 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def cmd_encode(args: argparse.Namespace) -> int:
     """Fill the embedding cache for every dataset (so the chapters run on a warm cache)."""
-    from .models import default_model, load_encoder
+    from .models import load_encoder
     from .reproduce import embed_task
 
-    encoder = load_encoder(args.model or default_model())
+    encoder = load_encoder(args.model)
     for task in args.tasks:
-        emb = embed_task(encoder, task, "last-avg" if encoder.glove is not None else "first-last-avg")
+        emb = embed_task(encoder, task, _default_pooling(encoder))
         print(f"{encoder.name} {task}: {len(emb.sentences)} sentences encoded (cached)")
+    return 0
+
+
+def cmd_pretrain(args: argparse.Namespace) -> int:
+    """Pretrain scratch-bert (or a changed recipe) unless the cache already holds it; print its summary."""
+    from .pretrain import checkpoint, run_dir, training_log, with_overrides
+
+    fields = ("layers", "hidden", "heads", "intermediate", "steps", "batch_size", "lr", "corpus", "seed")
+    recipe = with_overrides(**{f: getattr(args, f) for f in fields})
+    checkpoint("scratch-bert", recipe)
+    rows, info = training_log(recipe)
+    held = rows[-1]["held_out_loss"]
+    print(f"recipe  : {recipe}")
+    print(f"folder  : {run_dir(recipe)}  (checkpoints pct-000 pct-025 pct-050 pct-100)")
+    print(f"corpus  : {info['train_sentences']} training sentences ({info['train_tokens']} wordpieces), "
+          f"{info['held_out_sentences']} held out")
+    print(f"held-out MLM loss {held:.3f} nats (perplexity {math.exp(held):.1f}); unigram entropy "
+          f"{info['unigram_entropy']:.3f} nats (perplexity {math.exp(info['unigram_entropy']):.1f}); "
+          f"trained in {info['seconds'] / 60:.1f} min")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bertflow_mini", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("pretrain", help="pretrain scratch-bert, the book's own BERT (MLM, offline)")
+    for flag, kind in (("layers", int), ("hidden", int), ("heads", int), ("intermediate", int), ("steps", int),
+                       ("batch-size", int), ("lr", float), ("seed", int)):
+        p.add_argument(f"--{flag}", type=kind, default=None, help="change the recipe (default: the book's)")
+    p.add_argument("--corpus", choices=["wordnet+sts", "wordnet", "sts"], default=None,
+                   help="wordnet+sts (default), or wordnet alone: no evaluation sentences, even unlabelled")
+    p.set_defaults(func=cmd_pretrain)
     p = sub.add_parser("sts", help="cosine-similarity STS evaluation of one model and pooling")
     _common(p)
     p.add_argument("--max-length", type=int, default=64, help="tokens per sentence (the paper's 64)")
@@ -113,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aggregation", choices=["wmean", "all"], default="wmean")
     p.set_defaults(func=cmd_reproduce)
     p = sub.add_parser("encode", help="encode every dataset once, filling the embedding cache")
-    p.add_argument("--model", default=None)
+    _model(p)
     p.add_argument("--tasks", type=_tasks, default=list(TASKS))
     p.set_defaults(func=cmd_encode)
     return parser

@@ -7,8 +7,8 @@ Every loader finds its files the same way (:func:`data_root`):
 3. the user cache ``cache_dir("data")``,
 4. the official archive, downloaded into that cache.
 
-The layout is the same everywhere: ``sts/STS12`` … ``sts/STS16``, ``sts/STSBenchmark``, ``sick/`` and
-``glove/``, each holding the files exactly as the official archives ship them. Downloads are verified
+The layout is the same everywhere: ``sts/STS12`` … ``sts/STS16``, ``sts/STSBenchmark``, ``sick/``,
+``glove/`` and ``wordnet/``, each holding the files exactly as the official archives ship them. Downloads are verified
 and moved into place in one step, so a broken download never leaves a folder that looks complete.
 """
 from __future__ import annotations
@@ -45,6 +45,7 @@ URLS: dict[str, str] = {
     "SICK-trial": "http://alt.qcri.org/semeval2014/task1/data/uploads/sick_trial.zip",
     "SICK-test": "http://alt.qcri.org/semeval2014/task1/data/uploads/sick_test_annotated.zip",
     "GloVe": "https://nlp.stanford.edu/data/glove.6B.zip",
+    "WordNet": "https://wordnetcode.princeton.edu/3.0/WordNet-3.0.tar.gz",
 }
 
 ENV_VAR = "BERTFLOW_DATA"
@@ -98,6 +99,10 @@ _SOURCES: dict[str, _Source] = {
     **{t: _Source(f"sts/{t}", (t,), inner, _sts_files(t)) for t, inner in _STS_INNER.items()},
     "STSB": _Source("sts/STSBenchmark", ("STSB",), "stsbenchmark", _STSB_FILES),
     "SICK-R": _Source("sick", ("SICK-train", "SICK-trial", "SICK-test"), "", tuple(_SICK_FILES.values())),
+    # The pretraining corpus (bertflow_mini.corpus): the mirror gzips the four data files, the
+    # official archive ships them plain under WordNet-3.0/dict; the reader takes either.
+    "WordNet": _Source("wordnet", ("WordNet",), "WordNet-3.0/dict",
+                       tuple(f"data.{pos}" for pos in ("noun", "verb", "adj", "adv"))),
 }
 
 

@@ -49,6 +49,7 @@ HUB_IDS: dict[str, str] = {
     "bert-base-uncased": "bert-base-uncased",
     "bert-large-uncased": "bert-large-uncased",
     "all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+    "bert-base-uncased-tokenizer": "bert-base-uncased",  # the tokenizer only (scratch-bert's vocabulary)
 }
 #: The offline model the book's committed outputs were produced with.
 MIRROR_MODEL = "all-MiniLM-L6-v2"
@@ -65,12 +66,18 @@ def short_name(name: str) -> str:
 
 
 def resolve_model(name: str) -> str:
-    """Where ``name`` loads from: an existing folder, else ``$BERTFLOW_MODELS/<short name>``, else a hub id."""
+    """Where ``name`` loads from: an existing folder, else ``$BERTFLOW_MODELS/<short name>``, else — for
+    ``scratch-bert`` and its checkpoints ``scratch-bert@<percent>`` — the pretrained checkpoint in the
+    cache (pretrained on demand, :mod:`bertflow_mini.pretrain`), else a hub id."""
     if Path(name).is_dir():
         return str(Path(name).resolve())
     mirror = os.environ.get("BERTFLOW_MODELS")
     if mirror and (Path(mirror) / short_name(name)).is_dir():
         return str((Path(mirror) / short_name(name)).resolve())
+    from . import pretrain
+
+    if pretrain.parse_name(short_name(name)) is not None:
+        return str(pretrain.checkpoint(short_name(name)))
     return HUB_IDS.get(short_name(name), name)
 
 
@@ -177,13 +184,17 @@ def load_encoder(name: str, device: str | None = None) -> Encoder:
 
     source = resolve_model(name)
     hf_logging.disable_progress_bar()  # a "Loading weights" bar per load would clutter every chapter
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # an MLM checkpoint loaded as an encoder: its head is unused, say nothing
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModel.from_pretrained(source)
+        with torch.random.fork_rng(devices=[]):  # weights the checkpoint lacks (an MLM checkpoint's
+            model = AutoModel.from_pretrained(source)  # pooler) must not move the caller's random state
     except (OSError, ValueError) as err:
         raise _offline_error(name, source, err) from err
     finally:
         hf_logging.enable_progress_bar()
+        hf_logging.set_verbosity(verbosity)
     if Path(source).is_dir():
         fingerprint = _weights_fingerprint(Path(source))
     else:  # the hub: the commit the files came from identifies the weights

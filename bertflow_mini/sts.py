@@ -13,6 +13,7 @@ common reason published tables disagree. STS-B and SICK-R are single sets, where
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -60,10 +61,17 @@ class STSResult:
 
 
 def score_pairs(pairs: STSPairs, emb1: np.ndarray, emb2: np.ndarray) -> STSResult:
-    """Score one dataset given the embeddings of its left and right sentences."""
+    """Score one dataset given the embeddings of its left and right sentences (cosine)."""
     if len(emb1) != len(pairs) or len(emb2) != len(pairs):
         raise ValueError(f"{pairs.task}: {len(pairs)} pairs but {len(emb1)} / {len(emb2)} embeddings")
-    sims = cosine_scores(emb1, emb2)
+    return score_similarities(pairs, cosine_scores(emb1, emb2))
+
+
+def score_similarities(pairs: STSPairs, sims: np.ndarray) -> STSResult:
+    """Score one dataset given any predicted similarity per pair: Spearman per subset, ``wmean``, ``all``."""
+    sims = np.asarray(sims, dtype=np.float64)
+    if sims.shape != (len(pairs),):
+        raise ValueError(f"{pairs.task}: {len(pairs)} pairs but similarities of shape {sims.shape}")
     subsets = np.asarray(pairs.subsets)
     per_subset = {}
     for name in dict.fromkeys(pairs.subsets):  # first-seen order
@@ -78,6 +86,19 @@ def score_pairs(pairs: STSPairs, emb1: np.ndarray, emb2: np.ndarray) -> STSResul
         n_pairs=len(pairs),
         subsets=per_subset,
     )
+
+
+def word_overlap(sent1: Sequence[str], sent2: Sequence[str]) -> np.ndarray:
+    """The no-model baseline: Jaccard similarity |A ∩ B| / |A ∪ B| of the lower-cased word sets
+    (words = runs of letters and digits; punctuation ignored). Two empty sentences score 0."""
+    def words(s: str) -> set[str]:
+        return set(re.findall(r"[^\W_]+", s.lower()))
+
+    out = np.zeros(len(sent1))
+    for i, (a, b) in enumerate(zip(sent1, sent2, strict=True)):
+        A, B = words(a), words(b)
+        out[i] = len(A & B) / len(A | B) if A | B else 0.0
+    return out
 
 
 def evaluate_embedder(embed: Embedder, pairs: STSPairs) -> STSResult:

@@ -1,0 +1,180 @@
+"""Does scratch-bert behave like BERT, and is our pretraining loop fast? Prints figures, asserts nothing.
+
+    .venv/bin/python benchmarks/bench_pretrain.py                  # everything, default recipe, seed 0
+    .venv/bin/python benchmarks/bench_pretrain.py --seeds 3        # + the spread over pretraining seeds
+    .venv/bin/python benchmarks/bench_pretrain.py --only speed     # only ours vs transformers.Trainer
+
+1. speed: tokens/s of our loop (decoder at the masked positions only, length-bucketed batches) vs
+   ``transformers.Trainer`` + ``DataCollatorForLanguageModeling`` (logits at every position), same
+   shape, sentences, batch size and number of steps;
+2. BERT-likeness: held-out MLM loss vs the unigram entropy; random-pair cosine of last-avg sentence
+   vectors; Spearman(corpus frequency, input-embedding norm) over tokens seen ≥ 5 times;
+3. the STS story: STS-B raw / whitening / flow at 0% (random init: the control), 25%, 50%, 100% of
+   the steps, the word-overlap baseline, and the 7-dataset table beside the paper's bert-base rows.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy.stats import spearmanr
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bertflow_mini import pretrain  # noqa: E402
+from bertflow_mini.corpus import corpus_sentences, split_held_out  # noqa: E402
+from bertflow_mini.data import TASKS, load_sts  # noqa: E402
+from bertflow_mini.isotropy import mean_random_cosine  # noqa: E402
+from bertflow_mini.mlm import length_batches, tokenize, train_step, adamw, warmup_linear  # noqa: E402
+from bertflow_mini.models import encode, load_encoder  # noqa: E402
+from bertflow_mini.reproduce import published_rows, reproduce  # noqa: E402
+from bertflow_mini.sts import score_similarities, word_overlap  # noqa: E402
+
+METHODS = ("none", "whitening", "flow")
+
+
+def show(title: str, df: pd.DataFrame) -> None:
+    print(f"\n{title}")
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(df.to_string(float_format=lambda v: f"{v:.2f}"))
+
+
+# ---------------------------------------------------------------------------------------- 1. speed
+def ours_tokens_per_second(recipe, data, steps: int) -> float:
+    from transformers import BertForMaskedLM
+
+    torch.manual_seed(0)
+    model = BertForMaskedLM(pretrain.bert_config(recipe, data.vocab_size, data.pad_id)).train()
+    gen = torch.Generator().manual_seed(0)
+    batches = length_batches([len(s) for s in data.seqs], recipe.batch_size, gen)
+    opt = adamw(model, recipe.lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_linear(10, steps))
+    tokens, start = 0, time.perf_counter()
+    for _ in range(steps):
+        index = next(batches)
+        tokens += sum(len(data.seqs[i]) for i in index)
+        train_step(model, opt, sched, data, index, gen)
+    return tokens / (time.perf_counter() - start)
+
+
+def trainer_tokens_per_second(recipe, sentences, tokenizer, steps: int) -> float:
+    from datasets import Dataset
+    from transformers import (BertForMaskedLM, DataCollatorForLanguageModeling, Trainer, TrainingArguments)
+
+    ds = Dataset.from_dict({"text": sentences}).map(
+        lambda b: tokenizer(b["text"], truncation=True, max_length=recipe.max_length), batched=True,
+        remove_columns=["text"])
+    torch.manual_seed(0)
+    model = BertForMaskedLM(pretrain.bert_config(recipe, len(tokenizer), tokenizer.pad_token_id))
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(out, per_device_train_batch_size=recipe.batch_size, max_steps=steps,
+                                 learning_rate=recipe.lr, warmup_steps=10, weight_decay=0.01, report_to=[],
+                                 save_strategy="no", logging_strategy="no", use_cpu=True, seed=0,
+                                 group_by_length=True, dataloader_num_workers=0, disable_tqdm=True)
+        collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
+        trainer = Trainer(model=model, args=args, train_dataset=ds, data_collator=collator)
+        start = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - start
+    mean_len = float(np.mean([len(x) for x in ds["input_ids"]]))
+    return steps * recipe.batch_size * mean_len / seconds
+
+
+def speed(recipe, steps: int) -> None:
+    tokenizer = pretrain.load_tokenizer()
+    train, _ = split_held_out(corpus_sentences(recipe.corpus), recipe.held_out)
+    data = tokenize(train, tokenizer, recipe.max_length)
+    torch.set_num_threads(os.cpu_count() or 1)
+    ours = ours_tokens_per_second(recipe, data, steps)
+    try:
+        theirs = trainer_tokens_per_second(recipe, train, tokenizer, steps)
+    except ImportError as err:  # `datasets` is the Trainer's own dependency, not ours
+        print(f"transformers.Trainer skipped: {err}")
+        theirs = float("nan")
+    show(f"speed, {steps} steps of batch {recipe.batch_size}, {torch.get_num_threads()} threads "
+         "(tokens/s, padding not counted)",
+         pd.DataFrame({"tokens/s": [ours, theirs]}, index=["ours", "transformers.Trainer"]))
+    print(f"ours / Trainer = {ours / theirs:.2f}x")
+
+
+# ---------------------------------------------------------------------------------------- 2. BERT-likeness
+def bert_likeness(recipe) -> dict:
+    rows, info = pretrain.training_log(recipe)
+    folder = pretrain.run_dir(recipe)
+    counts = np.load(folder / "token_counts.npy")
+    enc = load_encoder(str(folder / "pct-100"))
+    norms = enc.model.get_input_embeddings().weight.detach().norm(dim=1).numpy()
+    seen = counts >= 5
+    X = encode(enc, load_sts("STSB", "test").sentences(), "last-avg", progress=False)
+    held = rows[-1]["held_out_loss"]
+    return {
+        "held-out MLM loss": held, "unigram entropy": info["unigram_entropy"],
+        "held-out perplexity": math.exp(held), "random-pair cosine (last-avg)": mean_random_cosine(X),
+        "rho(frequency, norm), tokens seen >= 5": spearmanr(counts[seen], norms[seen]).statistic,
+        "tokens seen >= 5": int(seen.sum()), "tokens never seen": int((counts == 0).sum()),
+        "pretraining minutes": info["seconds"] / 60,
+    }
+
+
+# ---------------------------------------------------------------------------------------- 3. STS
+def sts_curve(recipe, pooling: str) -> pd.DataFrame:
+    rows = {}
+    for pct in pretrain.PERCENTS:
+        enc = load_encoder(str(pretrain.run_dir(recipe) / f"pct-{pct:03d}"))
+        t = reproduce(enc, pooling, METHODS, tasks=["STSB"], progress=False)
+        rows[f"{pct}% of the steps" + (" (random init)" if pct == 0 else "")] = t.mean["STSB"]
+    pairs = load_sts("STSB", "test")
+    rows["word overlap (no model)"] = pd.Series(
+        {"none": score_similarities(pairs, word_overlap(pairs.sent1, pairs.sent2)).wmean})
+    return pd.DataFrame(rows).T
+
+
+def full_table(recipe, pooling: str) -> pd.DataFrame:
+    parts = []
+    for pct, label in ((100, "scratch-bert"), (0, "random init")):
+        enc = load_encoder(str(pretrain.run_dir(recipe) / f"pct-{pct:03d}"))
+        t = reproduce(enc, pooling, METHODS, progress=False).mean
+        parts.append(t.rename(index=lambda m: f"{label}: {m}"))
+    overlap = {t: score_similarities(p, word_overlap(p.sent1, p.sent2)).wmean
+               for t in TASKS for p in [load_sts(t, "test")]}
+    overlap["Avg."] = float(np.mean(list(overlap.values())))
+    parts.append(pd.DataFrame([overlap], index=["word overlap"]))
+    return pd.concat(parts)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=1, help="pretrain this many seeds (0, 1, …) for the spread")
+    p.add_argument("--speed-steps", type=int, default=30)
+    p.add_argument("--only", choices=["speed", "story"], default=None)
+    p.add_argument("--steps", type=int, default=None, help="override the recipe's steps (smoke runs)")
+    p.add_argument("--pooling", default="last-avg")
+    args = p.parse_args(argv)
+    recipe = pretrain.with_overrides(steps=args.steps)
+    print(f"recipe: {recipe}")
+    if args.only != "story":
+        speed(recipe, args.speed_steps)
+    if args.only == "speed":
+        return
+    for seed in range(args.seeds):
+        pretrain.checkpoint("scratch-bert", pretrain.with_overrides(steps=args.steps, seed=seed))
+    show("BERT-likeness (seed 0)", pd.DataFrame([bert_likeness(recipe)]).T.rename(columns={0: "value"}))
+    show(f"STS-B test, {args.pooling}, Spearman x 100, through pretraining (seed 0)", sts_curve(recipe, args.pooling))
+    if args.seeds > 1:
+        finals = pd.DataFrame({s: sts_curve(pretrain.with_overrides(steps=args.steps, seed=s), args.pooling)
+                               .iloc[3] for s in range(args.seeds)}).T
+        show(f"STS-B at 100% over {args.seeds} pretraining seeds", finals)
+        show("mean ± sd", pd.DataFrame({"mean": finals.mean(), "sd": finals.std(ddof=1)}))
+    show(f"7 datasets, {args.pooling}, target fit, wmean (seed 0)", full_table(recipe, args.pooling))
+    show("published, bert-base (Li et al. 2020; Su et al. 2021)", published_rows("bert-base-uncased", "last-avg"))
+
+
+if __name__ == "__main__":
+    main()

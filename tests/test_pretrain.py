@@ -1,0 +1,204 @@
+"""scratch-bert: the corpus, BERT's masking, the MLM loop, and the cached, recipe-keyed checkpoints."""
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from bertflow_mini import corpus, mlm, pretrain
+from conftest import SHARED, TOKENIZER_DIR, need
+
+WORDNET = SHARED / "data" / "wordnet"
+
+
+# ---------------------------------------------------------------------------------------- corpus
+def test_wordnet_counts_match_the_mirrors_readme():
+    """../shared/README.md: 135,988 definitions and 48,247 example sentences, 181,478 distinct parts."""
+    need(WORDNET)
+    glosses = corpus.wordnet_glosses()
+    examples = sum(g.is_example for g in glosses)
+    assert (len(glosses) - examples, examples) == (135_988, 48_247)
+    assert len({g.text for g in glosses}) == 181_478
+    assert 1.40e6 < sum(len(g.text.split()) for g in glosses) < 1.50e6  # "about 1.46 M words"
+
+
+def test_split_gloss_by_hand():
+    parts = corpus.split_gloss('a domestic animal; "the dog barked all night" ;  "two; parts"')
+    assert [(p.text, p.is_example) for p in parts] == [
+        ("a domestic animal", False), ("the dog barked all night", True), ("two", True), ("parts", False)]
+
+
+def test_missing_wordnet_names_the_env_var_and_the_url(tmp_path, monkeypatch):
+    from bertflow_mini import data
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(tmp_path / "nothing-here"))
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(data.URLS, "WordNet", (tmp_path / "WordNet-3.0.tar.gz").as_uri())  # offline: no file
+    with pytest.raises(data.DataNotFoundError) as err:
+        corpus.wordnet_glosses()
+    assert "$BERTFLOW_DATA" in str(err.value) and "WordNet-3.0.tar.gz" in str(err.value)
+    assert "wordnet" in str(err.value)
+
+
+def test_held_out_split_is_by_content_not_position():
+    sentences = [f"sentence number {i}" for i in range(20_000)]
+    train, held = corpus.split_held_out(sentences, 0.02)
+    assert len(train) + len(held) == 20_000 and not set(train) & set(held)
+    assert 300 < len(held) < 500                     # 2% of 20,000 = 400, binomial sd ≈ 20
+    _, held_reversed = corpus.split_held_out(sentences[::-1], 0.02)
+    assert set(held_reversed) == set(held)
+
+
+def test_unigram_entropy_against_scipy():
+    from scipy.stats import entropy
+
+    counts = np.array([5, 0, 3, 2, 10])
+    assert corpus.unigram_entropy(counts) == pytest.approx(entropy(counts))
+    assert corpus.unigram_entropy(np.ones(8)) == pytest.approx(np.log(8))
+    with pytest.raises(ValueError):
+        corpus.unigram_entropy(np.array([1.0, np.nan]))
+
+
+# ---------------------------------------------------------------------------------------- masking
+def _batch(n: int = 4000, t: int = 20, seed: int = 0) -> mlm.Batch:
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(3, t + 1, (n,), generator=g)
+    seqs = [np.r_[101, torch.randint(1000, 30000, (int(k) - 2,), generator=g).numpy(), 102] for k in lengths]
+    return mlm.pad_batch(seqs, pad_id=0, special_ids=(0, 100, 101, 102, 103))
+
+
+def test_masking_follows_bert_80_10_10():
+    b = _batch()
+    inputs, labels = mlm.mask_tokens(b.ids, b.special, mask_id=103, vocab_size=30522,
+                                     gen=torch.Generator().manual_seed(1))
+    chosen = labels != mlm.IGNORE
+    eligible = int((~b.special).sum())
+    assert chosen.sum() / eligible == pytest.approx(0.15, abs=0.005)        # ~ 60k eligible tokens
+    assert not (chosen & b.special).any()                                    # never [CLS]/[SEP]/[PAD]
+    assert torch.equal(labels[chosen], b.ids[chosen])                        # labels are the originals
+    masked = (inputs[chosen] == 103).float().mean()
+    kept = (inputs[chosen] == b.ids[chosen]).float().mean()
+    assert masked == pytest.approx(0.8, abs=0.015) and kept == pytest.approx(0.1, abs=0.01)
+    assert torch.equal(inputs[~chosen], b.ids[~chosen])                      # nothing else changes
+
+
+def test_dynamic_padding_and_length_batches():
+    b = mlm.pad_batch([np.array([101, 7, 102]), np.array([101, 7, 8, 9, 102])], 0, (0, 101, 102))
+    assert b.ids.shape == (2, 5) and b.attention.tolist() == [[1, 1, 1, 0, 0], [1] * 5]
+    assert b.special.tolist() == [[True, False, True, True, True], [True, False, False, False, True]]
+    lengths = np.random.default_rng(0).integers(3, 60, 1000)
+    batches = mlm.length_batches(lengths, 50, torch.Generator().manual_seed(0))
+    epoch = [next(batches) for _ in range(20)]
+    assert sorted(i for bt in epoch for i in bt) == list(range(1000))       # one epoch: each sentence once
+    spread = np.mean([np.ptp(lengths[bt]) for bt in epoch])
+    assert spread <= 3                                                       # sorted by length: little padding
+
+
+def test_warmup_then_linear_decay():
+    f = mlm.warmup_linear(10, 110)
+    assert [f(0), f(4), f(9)] == pytest.approx([0.1, 0.5, 1.0])
+    assert [f(10), f(60), f(110)] == pytest.approx([1.0, 0.5, 0.0])
+
+
+def test_no_weight_decay_on_biases_and_layernorm():
+    from transformers import BertConfig, BertForMaskedLM
+
+    model = BertForMaskedLM(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                       intermediate_size=16, max_position_embeddings=16))
+    decay, no_decay = mlm.adamw(model, 1e-3).param_groups
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert all(names[id(p)].endswith("bias") or "LayerNorm" in names[id(p)] for p in no_decay["params"])
+    assert all(not names[id(p)].endswith("bias") and "LayerNorm" not in names[id(p)] for p in decay["params"])
+    assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
+
+
+# ---------------------------------------------------------------------------------------- pretraining
+TINY = dict(layers=1, hidden=32, heads=2, intermediate=64, positions=64, steps=40, batch_size=16,
+            lr=2e-3, corpus="sts")
+
+
+@pytest.fixture()
+def tiny_corpus(monkeypatch):
+    """The pretraining corpus replaced by 600 real STS-B sentences (a pretraining test in seconds)."""
+    need(TOKENIZER_DIR)
+    from bertflow_mini.reproduce import task_sentences
+
+    sentences = task_sentences("STSB", ["dev"])[:600]
+    monkeypatch.setattr(pretrain, "corpus_sentences", lambda name, root=None: list(sentences))
+    return sentences
+
+
+def _state_hash(folder) -> str:
+    from transformers import BertForMaskedLM
+
+    state = BertForMaskedLM.from_pretrained(folder).state_dict()
+    h = hashlib.sha256()
+    for k in sorted(state):
+        h.update(k.encode() + state[k].numpy().tobytes())
+    return h.hexdigest()
+
+
+def test_two_runs_give_identical_weights_and_the_loss_falls(tiny_corpus, tmp_path, monkeypatch):
+    recipe = pretrain.with_overrides(**TINY)
+    hashes = []
+    for run in ("a", "b"):
+        monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / run))
+        folder = pretrain.pretrain(recipe, threads=1, progress=False)
+        hashes.append(_state_hash(folder / "pct-100"))
+    assert hashes[0] == hashes[1]
+    rows, info = pretrain.training_log(recipe)
+    assert [r["step"] for r in rows][0] == 0 and rows[-1]["step"] == TINY["steps"]
+    assert rows[-1]["held_out_loss"] < rows[0]["held_out_loss"] - 1.0      # from ~ln(30522) = 10.3
+    assert rows[-1]["train_loss"] < rows[1]["train_loss"]
+    assert info["train_sentences"] + info["held_out_sentences"] == 600
+    assert _state_hash(folder / "pct-000") != hashes[0]                     # the 0% checkpoint is the init
+
+
+def test_checkpoint_loads_with_automodel_and_load_encoder(tiny_corpus, tmp_path, monkeypatch):
+    from transformers import AutoModel
+
+    from bertflow_mini.models import encode, load_encoder
+
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path))
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path / "no-mirror"))
+    monkeypatch.setattr(pretrain, "DEFAULT", pretrain.with_overrides(**TINY))
+    folder = pretrain.checkpoint("scratch-bert@50", progress=False)            # pretrains on demand
+    assert folder.name == "pct-050" and (folder / "config.json").is_file()
+    assert AutoModel.from_pretrained(folder).config.hidden_size == 32
+    enc = load_encoder("scratch-bert@50")
+    assert enc.source == str(folder.resolve()) and enc.n_layers == 1 and enc.dim == 32
+    X = encode(enc, ["a dog runs.", "a cat sleeps."], "last-avg", cache=False, progress=False)
+    assert X.shape == (2, 32) and np.isfinite(X).all()
+
+
+def test_a_changed_recipe_misses_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path))
+    base = pretrain.with_overrides(**TINY)
+    keys = {pretrain.run_dir(pretrain.with_overrides(**{**TINY, field: value})).name
+            for field, value in [("steps", 41), ("seed", 1), ("corpus", "wordnet"), ("hidden", 64), ("lr", 1e-3)]}
+    assert len(keys) == 5 and pretrain.run_dir(base).name not in keys
+    assert pretrain.run_dir(pretrain.with_overrides(**TINY)) == pretrain.run_dir(base)   # same recipe, same place
+    before = pretrain.run_dir(base)
+    monkeypatch.setattr(pretrain, "RECIPE_VERSION", pretrain.RECIPE_VERSION + 1)   # the training code changed
+    assert pretrain.run_dir(base) != before
+
+
+def test_checkpoint_names():
+    assert pretrain.parse_name("scratch-bert") == 100 and pretrain.parse_name("scratch-bert@25") == 25
+    assert pretrain.parse_name("all-MiniLM-L6-v2") is None
+    with pytest.raises(ValueError, match="@0, @25, @50, @100"):
+        pretrain.parse_name("scratch-bert@30")
+
+
+def test_default_recipe_is_bert_mini_with_the_full_vocabulary():
+    need(TOKENIZER_DIR)
+    r = pretrain.Recipe()
+    tok = pretrain.load_tokenizer()
+    config = pretrain.bert_config(r, len(tok), tok.pad_token_id)
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads,
+            config.intermediate_size) == (4, 256, 4, 1024)                   # google/bert_uncased_L-4_H-256_A-4
+    assert config.vocab_size == 30522 and config.max_position_embeddings >= 128
+    assert config.hidden_act == "gelu" and config.hidden_dropout_prob == 0.1 and config.tie_word_embeddings
