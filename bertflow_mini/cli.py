@@ -78,24 +78,35 @@ def cmd_sts(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from .models import load_encoder
-    from .reproduce import default_methods, published_rows, reproduce
+    from .pretrain import parse_name
+    from .reproduce import default_methods, published_rows, reproduce, word_overlap_row
 
     model = args.model
     encoder = load_encoder(model)
     pooling = args.pooling or _default_pooling(encoder)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else default_methods(encoder.dim)
     table = reproduce(encoder, pooling, methods, args.fit, args.tasks, args.seeds, args.aggregation)
-    published = published_rows(encoder.name, pooling, args.tasks)
+    controls = {"word overlap": word_overlap_row(args.tasks, args.aggregation)}
+    if parse_name(encoder.name) not in (None, 0):  # scratch-bert: the same network before any training
+        control = reproduce(load_encoder("scratch-bert@0"), pooling, methods, args.fit, args.tasks, args.seeds,
+                            args.aggregation)
+        controls["random init"] = control.formatted().rename(index=lambda m: f"scratch-bert@0 (random init): {m}")
+    # scratch-bert has no published figures of its own: the paper's bert-base rows give the scale
+    published = published_rows("bert-base-uncased" if parse_name(encoder.name) is not None else encoder.name,
+                               pooling, args.tasks)
     if args.json:
         print(json.dumps({
             "model": model, "pooling": pooling, "fit": args.fit, "aggregation": args.aggregation,
             "seeds": args.seeds, "mean": table.mean.to_dict(orient="index"), "std": table.std.to_dict(orient="index"),
             "published": published.to_dict(orient="index"),
+            "controls": {k: v.to_dict(orient="index") for k, v in controls.items()},
         }, indent=2))
         return 0
     print(f"model: {model}   pooling: {pooling}   fit: {args.fit}   aggregation: {args.aggregation}"
           f"   seeds: {args.seeds}   (Spearman x 100)\n")
     _print_table(table.formatted())
+    print("\ncontrols (no semantics: how much of a score needs no pretraining at all):")
+    _print_table(pd.concat([v.astype(object) for v in controls.values()]))
     if not published.empty:
         print("\npublished (Li et al. 2020; Su et al. 2021; SBERT; SimCSE):")
         _print_table(published)

@@ -154,13 +154,13 @@ def pretrain(recipe: Recipe, *, threads: int | None = None, progress: bool = Tru
                       warmup_steps=max(1, round(recipe.warmup * recipe.steps)), seed=recipe.seed,
                       weight_decay=recipe.weight_decay, callback=log, progress=progress)
             seconds = time.perf_counter() - start
-        np.save(staging / "token_counts.npy", counts)
-        _write_log(staging, log.rows, {
-            "recipe": asdict(recipe), "recipe_version": RECIPE_VERSION, "key": recipe.key(),
-            "train_sentences": len(train.seqs), "held_out_sentences": len(held.seqs),
-            "train_tokens": int(sum(len(s) for s in train.seqs)),
-            "unigram_entropy": unigram_entropy(counts), "seconds": seconds,
-        })
+        info = {"recipe": asdict(recipe), "recipe_version": RECIPE_VERSION, "key": recipe.key(),
+                "train_sentences": len(train.seqs), "held_out_sentences": len(held.seqs),
+                "train_tokens": int(sum(len(s) for s in train.seqs)),
+                "unigram_entropy": unigram_entropy(counts), "seconds": seconds}
+        for folder in [staging, *saves.values()]:  # each checkpoint carries the run's log and counts
+            np.save(folder / "token_counts.npy", counts)
+            _write_log(folder, log.rows, info)
         if final.exists():  # another process finished the same recipe first: keep theirs
             return final
         os.replace(staging, final)

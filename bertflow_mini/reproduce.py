@@ -181,6 +181,18 @@ def reproduce(
     return Table(pd.DataFrame(means, index=cols).T, pd.DataFrame(stds, index=cols).T, seeds)
 
 
+def word_overlap_row(tasks: Sequence[str] = TASKS, aggregation: str = "wmean") -> pd.DataFrame:
+    """The no-model control: Jaccard word overlap (:func:`bertflow_mini.sts.word_overlap`) per task, + ``Avg.``."""
+    from .sts import score_similarities, word_overlap
+
+    row = {}
+    for task in (canonical_task(t) for t in tasks):
+        pairs = load_sts(task, "test")
+        row[task] = getattr(score_similarities(pairs, word_overlap(pairs.sent1, pairs.sent2)), aggregation)
+    row["Avg."] = float(np.mean(list(row.values())))
+    return pd.DataFrame([row], index=["word overlap (no model)"])
+
+
 def published_rows(model: str, pooling: Pooling, tasks: Sequence[str] = TASKS) -> pd.DataFrame:
     """The papers' rows for ``model`` and ``pooling`` (empty for models no paper reports), in our columns."""
     table = published_table(model=model)
