@@ -94,30 +94,42 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
     return save_tiny_bert(tmp_path_factory.mktemp("models") / "tiny-bert")
 
 
-#: Pairs per file in :func:`mini_data`: STS-B and SICK-R splits, and each subset of STS12.
-MINI_PAIRS = {"stsb": 24, "sick": 24, "sts12": 8}
+#: Pairs per file in :func:`mini_data`: STS-B and SICK-R splits, and each subset of STS12–16.
+MINI_PAIRS = {"stsb": 24, "sick": 24, "sts": 8}
+STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
 
 
 @pytest.fixture(scope="session")
 def mini_data(tmp_path_factory) -> Path:
-    """A data mirror in the real layout holding the first lines of the real STS-B, SICK and STS12
-    files (:data:`MINI_PAIRS` pairs per file): real sentences and gold scores, seconds to encode."""
-    need(DATA_DIR / "sts" / "STSBenchmark")
-    need(DATA_DIR / "sick")
-    need(DATA_DIR / "sts" / "STS12")
+    """A data mirror in the real layout holding the first lines of the real STS-B and SICK files and
+    the first scored pairs of each STS12–16 subset (:data:`MINI_PAIRS` pairs per file): real
+    sentences and gold scores, seconds to encode. GloVe is the real file."""
+    for folder in ["sts/STSBenchmark", "sick", *(f"sts/{year}" for year in STS_YEARS)]:
+        need(DATA_DIR / folder)
     root = tmp_path_factory.mktemp("mini-data")
 
-    def head(src: Path, dst: Path, n: int) -> None:
+    def write(dst: Path, lines: list[str]) -> None:
         dst.parent.mkdir(parents=True, exist_ok=True)
-        with open(src, encoding="utf-8") as f:
-            dst.write_text("".join(line for _, line in zip(range(n), f)), encoding="utf-8")
+        dst.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+    def lines(path: Path) -> list[str]:  # split at newlines only, as the loaders read (not at U+2028 …)
+        with open(path, encoding="utf-8") as f:
+            return f.read().removesuffix("\n").split("\n")
 
     for f in sorted((DATA_DIR / "sts" / "STSBenchmark").glob("sts-*.csv")):
-        head(f, root / "sts" / "STSBenchmark" / f.name, MINI_PAIRS["stsb"])
+        write(root / "sts" / "STSBenchmark" / f.name, lines(f)[: MINI_PAIRS["stsb"]])
     for f in sorted((DATA_DIR / "sick").glob("SICK_*.txt")):
-        head(f, root / "sick" / f.name, MINI_PAIRS["sick"] + 1)  # + the header line
-    for f in sorted((DATA_DIR / "sts" / "STS12").glob("STS.*.txt")):
-        head(f, root / "sts" / "STS12" / f.name, MINI_PAIRS["sts12"])
+        write(root / "sick" / f.name, lines(f)[: MINI_PAIRS["sick"] + 1])  # + the header line
+    from bertflow_mini.data import STS_SUBSETS  # SentEval's subsets (the folders hold more, e.g. STS12's ALL)
+
+    for year in STS_YEARS:
+        prefix = "STS2016" if year == "STS16" else "STS"
+        for subset in STS_SUBSETS[year]:
+            input_file = DATA_DIR / "sts" / year / f"{prefix}.input.{subset}.txt"
+            gold_file = input_file.with_name(f"{prefix}.gs.{subset}.txt")
+            scored = [(p, g) for p, g in zip(lines(input_file), lines(gold_file)) if g.strip()][: MINI_PAIRS["sts"]]
+            write(root / "sts" / year / input_file.name, [p for p, _ in scored])
+            write(root / "sts" / year / gold_file.name, [g for _, g in scored])
     if (DATA_DIR / "glove").is_dir():
         (root / "glove").symlink_to(DATA_DIR / "glove")  # the GloVe baseline, unchanged
     return root
@@ -127,8 +139,8 @@ def raw_pairs(root: Path, task: str, split: str) -> list[tuple[str, str, float]]
     """(sentence 1, sentence 2, gold) read straight from a mirror's STS-B or SICK file, without the
     package's loaders: an independent view of the data for oracles."""
     if task == "STSB":
-        lines = (root / "sts" / "STSBenchmark" / f"sts-{split}.csv").read_text(encoding="utf-8").splitlines()
+        lines = (root / "sts" / "STSBenchmark" / f"sts-{split}.csv").read_text(encoding="utf-8").split("\n")[:-1]
         return [(f[5], f[6], float(f[4])) for f in (line.split("\t") for line in lines)]
     name = {"train": "SICK_train.txt", "trial": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}[split]
-    lines = (root / "sick" / name).read_text(encoding="utf-8").splitlines()[1:]
+    lines = (root / "sick" / name).read_text(encoding="utf-8").split("\n")[1:-1]
     return [(f[1], f[2], float(f[3])) for f in (line.split("\t") for line in lines)]

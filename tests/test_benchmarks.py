@@ -21,7 +21,8 @@ def load(name: str) -> ModuleType:
 
 
 def test_every_benchmark_has_a_smoke_test():
-    assert sorted(p.stem for p in BENCHMARKS.glob("bench_*.py")) == ["bench_encode", "bench_flow", "bench_knn"]
+    smoke_tested = {name.removeprefix("test_").removesuffix("_smoke") for name in globals() if name.endswith("_smoke")}
+    assert {p.stem for p in BENCHMARKS.glob("bench_*.py")} == smoke_tested
 
 
 def test_bench_encode_smoke(tiny_bert_dir, capsys):
@@ -55,3 +56,22 @@ def test_bench_knn_smoke(capsys):
     assert "frequency_table, 5000×32 random float32" in out
     assert "frequency_table, all-MiniLM-L6-v2 (5000, 384)" in out and "frequency_table, GloVe (5000, 50)" in out
     assert out.count("Spearman(frequency, norm):") == 2 and out.count("k-NN dot product, k=7") == 3
+
+
+def test_bench_pretrain_smoke(mini_data, monkeypatch, capsys):
+    """The whole script (speed, BERT-likeness, the STS curve and table) with a 1-layer, 32-wide recipe
+    pretrained for 4 steps on the mini mirror's STS sentences. The script has no size switch for the
+    model, so the default recipe is swapped for a tiny one here."""
+    from bertflow_mini import pretrain
+    from conftest import TOKENIZER_DIR, need
+
+    need(TOKENIZER_DIR)
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    monkeypatch.setattr(pretrain, "DEFAULT", pretrain.with_overrides(
+        layers=1, hidden=32, heads=2, intermediate=64, positions=64, batch_size=8, corpus="sts"))
+    load("bench_pretrain").main(["--speed-steps", "2", "--steps", "4"])
+    out = capsys.readouterr().out
+    for title in ("speed, 2 steps of batch 8", "BERT-likeness (seed 0)", "STS-B test, last-avg, Spearman x 100",
+                  "7 datasets, last-avg, target fit, wmean", "published, bert-base"):
+        assert title in out, title
+    assert "ours / Trainer =" in out and "word overlap" in out

@@ -51,7 +51,7 @@ def flow_blocks(draw) -> tuple[torch.nn.Module, int]:
         }[kind]().double()
         with torch.no_grad():
             for p in block.parameters():
-                p.add_(0.3 * torch.randn_like(p))
+                p.add_(0.2 * torch.randn_like(p))
     for m in block.modules():  # parameters set by hand: no data-dependent init may overwrite them
         if isinstance(m, ActNorm):
             m.initialized.fill_(True)
@@ -69,6 +69,11 @@ def inverse(block: torch.nn.Module, y: torch.Tensor) -> tuple[torch.Tensor, torc
 def test_flow_blocks_are_invertible_with_autograd_log_dets(block_and_dim, n, scale, seed):
     block, dim = block_and_dim
     x = scale * torch.randn(n, dim, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    # The oracle: the Jacobian autograd computes for each sample alone.
+    jacobians = [jacobian(lambda v: block(v[None])[0][0], x[i]) for i in range(n)]
+    # Random parameters can squash a channel by e^-50 (an affine coupling's sigmoid scale): then no
+    # float64 inverse recovers x. Invertibility is a claim about well-conditioned maps only.
+    assume(all(torch.linalg.cond(jac).item() < 1e8 for jac in jacobians))
     with torch.no_grad():
         z, logdet = block(x)
         back, inverse_logdet = inverse(block, z)
@@ -76,9 +81,7 @@ def test_flow_blocks_are_invertible_with_autograd_log_dets(block_and_dim, n, sca
     torch.testing.assert_close(back, x, atol=1e-7 * (1 + x.abs().max().item()), rtol=1e-7)
     if inverse_logdet is not None:  # an inverse that reports its log-det must cancel the forward one
         torch.testing.assert_close(inverse_logdet, -logdet, atol=1e-8, rtol=1e-8)
-    for i in range(n):
-        # the oracle: log |det| of the Jacobian that autograd computes for sample i alone
-        jac = jacobian(lambda v: block(v[None])[0][0], x[i])
+    for i, jac in enumerate(jacobians):
         sign, logabsdet = torch.linalg.slogdet(jac)
         assert sign != 0
         assert logdet[i].item() == pytest.approx(logabsdet.item(), abs=1e-7 * (1 + abs(logabsdet.item())))
