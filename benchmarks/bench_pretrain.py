@@ -75,7 +75,7 @@ def trainer_tokens_per_second(recipe, data, tokenizer, steps: int) -> float:
         args = TrainingArguments(out, per_device_train_batch_size=recipe.batch_size, max_steps=steps,
                                  learning_rate=recipe.lr, warmup_steps=10, weight_decay=0.01, report_to=[],
                                  save_strategy="no", logging_strategy="no", use_cpu=True, seed=0,
-                                 group_by_length=True, dataloader_num_workers=0, disable_tqdm=True)
+                                 train_sampling_strategy="group_by_length", dataloader_num_workers=0, disable_tqdm=True)
         collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
         trainer = Trainer(model=model, args=args, train_dataset=examples, data_collator=collator)
         start = time.perf_counter()

@@ -4,6 +4,9 @@ One module per idea; the chapters import them::
 
     data        STS12–16, STS-B, SICK-R and GloVe: loaders, local mirror or official download
     models      load_encoder / encode: poolings (and the layer-indexing pitfall), embedding cache
+    corpus      the unlabelled pretraining text: WordNet glosses + the STS/SICK sentences
+    mlm         masked language modelling as BERT does it: masking, loss at the masked positions, loop
+    pretrain    scratch-bert, the book's own BERT: the recipe, its checkpoints, name resolution
     sts         cosine scores, Spearman, ``wmean`` and ``all`` aggregation
     flow        the Glow-style flow of BERT-flow, built piece by piece, and ``fit_flow``
     whitening   whitening (batch and streaming) and all-but-the-top
