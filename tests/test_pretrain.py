@@ -202,3 +202,19 @@ def test_default_recipe_is_bert_mini_with_the_full_vocabulary():
             config.intermediate_size) == (4, 256, 4, 1024)                   # google/bert_uncased_L-4_H-256_A-4
     assert config.vocab_size == 30522 and config.max_position_embeddings >= 128
     assert config.hidden_act == "gelu" and config.hidden_dropout_prob == 0.1 and config.tie_word_embeddings
+
+
+def test_pretrain_cli_reports_loss_against_the_unigram_entropy(tiny_corpus, tmp_path, monkeypatch, capsys):
+    from bertflow_mini.cli import main
+
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path))
+    args = ["pretrain", "--layers", "1", "--hidden", "32", "--heads", "2", "--intermediate", "64",
+            "--steps", "20", "--batch-size", "16", "--corpus", "sts"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    rows, info = pretrain.training_log(pretrain.with_overrides(
+        layers=1, hidden=32, heads=2, intermediate=64, steps=20, batch_size=16, corpus="sts"))
+    assert f"held-out MLM loss {rows[-1]['held_out_loss']:.3f} nats" in out
+    assert f"unigram entropy {info['unigram_entropy']:.3f} nats" in out
+    assert "pct-000 pct-025 pct-050 pct-100" in out
+    assert main(args) == 0 and "pretraining it now" not in capsys.readouterr().out   # cached: no second run
