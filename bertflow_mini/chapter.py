@@ -52,35 +52,3 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     print(f"device: {device}   torch {torch.__version__.split('+')[0]}   seed {seed}")
     return model
 
-
-def execute_notebook(path: str, timeout: int = 900) -> float:
-    """Run a chapter top to bottom in a fresh kernel and save it with its outputs; returns seconds.
-
-    Progress bars print many updates; ``coalesce_streams`` keeps each cell's final state only, so
-    the committed notebook and the HTML book show one finished bar, not hundreds of partial ones.
-    The file is replaced atomically: an interrupted run leaves the old notebook intact.
-    """
-    import time
-    from pathlib import Path
-
-    import nbformat
-    from nbclient import NotebookClient
-
-    from ._io import atomic_path
-
-    nb = nbformat.read(path, as_version=4)
-    start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", coalesce_streams=True, record_timing=False,
-                   resources={"metadata": {"path": str(Path(path).parent)}}).execute()
-    seconds = time.perf_counter() - start
-    with atomic_path(path) as tmp:
-        nbformat.write(nb, str(tmp))
-    return seconds
-
-
-if __name__ == "__main__":  # python -m bertflow_mini.chapter book/00-*.ipynb …
-    import sys
-
-    for notebook in sys.argv[1:]:
-        print(f"executing {notebook} …", flush=True)
-        print(f"  {notebook}: {execute_notebook(notebook):.0f} s", flush=True)
