@@ -158,3 +158,41 @@ def test_random_pair_cosines_are_cosines_of_distinct_rows():
     assert sum(share) == pytest.approx(1.0)  # nothing but these three values, never 1.0
     assert max(abs(s - 1 / 3) for s in share) < 4 * np.sqrt(2 / 9 / n)  # 4 binomial standard errors
     assert mean_random_cosine(tri, n_pairs=n, seed=2) == pytest.approx(sims.mean())
+
+
+def test_isotropy_score_sees_every_direction_beyond_the_first_64():
+    # 130 axis-aligned directions, the largest variance in the last column and the smallest in the
+    # first: the extreme partition functions sit at both ends of eigh's order, across the 64-wide chunks.
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(400, 130)) * np.linspace(0.05, 0.6, 130)
+    _, vecs = np.linalg.eigh(x.T @ x)
+    z = np.exp(x @ np.concatenate([vecs, -vecs], axis=1)).sum(axis=0)  # the naive formula, no overflow here
+    assert isotropy_score(x) == pytest.approx(z.min() / z.max(), rel=1e-10)
+
+
+def test_two_rows_are_enough():
+    x = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]])
+    assert mean_random_cosine(x, n_pairs=None) == pytest.approx(1 / np.sqrt(2), abs=1e-15)
+    assert explained_variance_top(x, 1) == pytest.approx(1.0)  # two points span one direction
+    assert isotropy_report(x)["top1_var"] == pytest.approx(1.0)
+    from bertflow_mini.isotropy import random_pair_cosines
+
+    assert random_pair_cosines(x, n_pairs=1).shape == (1,)  # one pair is a valid request
+
+
+def test_report_and_compare_use_the_requested_k_and_seed():
+    rng = np.random.default_rng(10)
+    x = rng.normal(size=(300, 20)) * np.linspace(3.0, 0.5, 20) + 1.0
+    s = np.linalg.svd(x - x.mean(0), compute_uv=False) ** 2  # the SVD oracle for the variance shares
+    report = isotropy_report(x, seed=5)
+    assert report["top1_var"] == pytest.approx(s[0] / s.sum(), rel=1e-10)
+    assert report["top10_var"] == pytest.approx(s[:10].sum() / s.sum(), rel=1e-10)
+    assert report["mean_cos"] == mean_random_cosine(x, seed=5) != mean_random_cosine(x, seed=0)
+    assert compare({"x": x}, seed=5).loc["x", "mean_cos"] == report["mean_cos"]
+
+
+def test_the_error_counts_the_zero_rows():
+    x = np.random.default_rng(11).normal(size=(10, 3))
+    x[[2, 7]] = 0.0
+    with pytest.raises(ValueError, match="has 2 all-zero row"):
+        mean_random_cosine(x)

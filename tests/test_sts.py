@@ -140,3 +140,18 @@ def test_cli_missing_model_is_one_clear_error(capsys, monkeypatch, tmp_path):
     assert main(["sts", "--model", "no-such-model", "--tasks", "STSB"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "BERTFLOW_MODELS" in err and "Traceback" not in err
+
+
+def test_tables_default_to_wmean_and_name_their_columns():
+    gold = np.array([1, 2, 3, 4, 5, 0.1, 0.2, 0.3, 0.4, 0.5])
+    sims = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.91, 0.92, 0.93, 0.94, 0.95])
+    left = np.stack([np.ones(10), np.zeros(10)], 1)
+    right = np.stack([sims, np.sqrt(1 - sims**2)], 1)
+    res = score_pairs(_pairs(gold, ["x"] * 5 + ["y"] * 5), left, right)
+    assert results_table([res]).loc["ours", "TOY"] == pytest.approx(100.0)  # the papers' default: wmean
+    assert results_table([res], "all", name="pooled").loc["pooled", "TOY"] == pytest.approx(res.all)
+    with pytest.raises(ValueError, match="wmean"):
+        results_table([res], "mean")
+    subsets = subset_table([res])
+    assert list(subsets.columns) == ["task", "subset", "pairs", "spearman"]  # the CLI indexes by these names
+    assert subsets.values.tolist() == [["TOY", "x", 5, pytest.approx(100.0)], ["TOY", "y", 5, pytest.approx(100.0)]]

@@ -122,3 +122,33 @@ def test_streaming_rejects_bad_batches():
         stream.finalize()
     with pytest.raises(ValueError, match="k must be"):
         Whitening(k=30).fit(anisotropic(100))
+
+
+def test_two_points_on_a_line_by_hand():
+    # One column, rows 1 and 3: mean 2, unbiased variance 2, so z = (x − 2) / √2 = ∓1/√2.
+    w = Whitening().fit(np.array([[1.0], [3.0]]))
+    np.testing.assert_allclose(w.transform(np.array([[1.0], [3.0], [2.0 + np.sqrt(2)]])).ravel(),
+                               [-1 / np.sqrt(2), 1 / np.sqrt(2), 1.0], rtol=1e-12)
+
+
+def test_streaming_is_stable_when_columns_have_different_huge_means():
+    """The shift is per column: one number for all columns would leave means of ±10⁶ in the sums."""
+    x = anisotropic(2000, offset=0.0) + np.where(np.arange(20) % 2 == 0, 1e6, -1e6)
+    stream = StreamingWhitening(20)
+    for chunk in np.array_split(x, 7):
+        stream.partial_fit(chunk)
+    z = stream.finalize().transform(x)
+    np.testing.assert_allclose(np.cov(z, rowvar=False), np.eye(20), atol=1e-6)
+
+
+def test_fit_stream_honours_k_and_eps():
+    # 10 points in 20 dimensions: eps decides how far the null directions are scaled up.
+    x = anisotropic(10)
+    batches = [x[:4], x[4:]]
+    for k, eps in [(None, 1e-2), (3, 1e-6)]:
+        streamed = Whitening(k=k, eps=eps).fit_stream(batches)
+        np.testing.assert_allclose(np.abs(streamed.transform(x)), np.abs(Whitening(k=k, eps=eps).fit(x).transform(x)),
+                                   atol=1e-6)
+    assert StreamingWhitening(20).partial_fit(x).finalize(k=3).k == 3
+    with pytest.raises(ValueError, match="no batches"):
+        Whitening().fit_stream([])
