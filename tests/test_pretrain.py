@@ -163,7 +163,10 @@ def test_checkpoint_loads_with_automodel_and_load_encoder(tiny_corpus, tmp_path,
     from bertflow_mini.models import encode, load_encoder
 
     monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path))
-    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path / "no-mirror"))
+    mirror = tmp_path / "mirror"  # a mirror with the tokenizer but no scratch-bert: the cache must serve it
+    mirror.mkdir()
+    (mirror / TOKENIZER_DIR.name).symlink_to(TOKENIZER_DIR)
+    monkeypatch.setenv("BERTFLOW_MODELS", str(mirror))
     monkeypatch.setattr(pretrain, "DEFAULT", pretrain.with_overrides(**TINY))
     folder = pretrain.checkpoint("scratch-bert@50", progress=False)            # pretrains on demand
     assert folder.name == "pct-050" and (folder / "config.json").is_file()
