@@ -137,8 +137,8 @@ class Encoder:
 
 
 @lru_cache(maxsize=8)
-def _hash_files(paths: tuple[str, ...], stamps: tuple[tuple[int, int], ...]) -> str:
-    """SHA-256 over weight files; ``stamps`` (size, mtime) only makes the memo notice a change."""
+def _hash_files(paths: tuple[str, ...], stamps: tuple[tuple[int, ...], ...]) -> str:
+    """SHA-256 over weight files; ``stamps`` only makes the memo notice a change (see below)."""
     h = hashlib.sha256()
     for p in paths:
         with open(p, "rb") as f:
@@ -153,7 +153,9 @@ def _weights_fingerprint(folder: Path) -> str:
     )
     if not files:
         raise FileNotFoundError(f"no weight files (*.safetensors, *.bin) in {folder}")
-    stamps = tuple((os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in files)
+    # ctime and inode too: `cp -p` or `rsync -t` can write new weights under the old size and mtime,
+    # but no user-level call can set ctime, and a replaced file gets a new inode
+    stamps = tuple((s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino) for s in map(os.stat, files))
     return _hash_files(tuple(files), stamps)
 
 

@@ -250,8 +250,6 @@ def test_cache_is_invalidated_when_weights_change_under_the_same_name(tmp_path, 
     assert len(list(models.cache_dir("embeddings").glob("tiny-bert-*.npy"))) == 2  # one entry per weights
 
 
-@pytest.mark.xfail(strict=True, reason="models._hash_files memoises on (size, mtime): a same-size rewrite that "
-                   "keeps the old mtime (cp -p, rsync -t, a restored backup) reuses the old fingerprint")
 def test_cache_is_invalidated_when_weights_change_with_the_same_mtime(tmp_path, monkeypatch):
     import os
 
