@@ -127,7 +127,7 @@ def sts_curve(recipe, pooling: str) -> pd.DataFrame:
     pairs = load_sts("STSB", "test")
     rows["word overlap (no model)"] = pd.Series(
         {"none": score_similarities(pairs, word_overlap(pairs.sent1, pairs.sent2)).wmean})
-    return pd.DataFrame(rows).T
+    return pd.DataFrame(rows).T[list(METHODS)]
 
 
 def full_table(recipe, pooling: str) -> pd.DataFrame:
