@@ -108,7 +108,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print("\ncontrols (no semantics: how much of a score needs no pretraining at all):")
     _print_table(pd.concat([v.astype(object) for v in controls.values()]))
     if not published.empty:
-        print("\npublished (Li et al. 2020; Su et al. 2021; SBERT; SimCSE):")
+        which = "bert-base-uncased, for scale: " if parse_name(encoder.name) is not None else ""
+        print(f"\npublished ({which}Li et al. 2020; Su et al. 2021; SBERT; SimCSE):")
         _print_table(published)
     return 0
 
