@@ -22,12 +22,33 @@ def test_cosine_agrees_with_scipy_and_guards_zero_vectors():
     assert cosine_scores(a, b)[3] == 0.0  # no NaN from a zero vector (e.g. a GloVe sentence of unknown words)
 
 
-@pytest.mark.parametrize(
-    "a, b", [(np.ones((3, 4)), np.ones((3, 5))), (np.ones((3, 4)), np.ones((2, 4))), (np.full((2, 2), np.nan), np.ones((2, 2)))]
-)
-def test_cosine_rejects_bad_shapes_and_nan(a, b):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("a, b, message", [
+    (np.ones((3, 4)), np.ones((3, 5)), "^b must have 4 columns"),
+    (np.ones((3, 4)), np.ones((2, 4)), "^a and b must have the same shape"),
+    (np.full((2, 2), np.nan), np.ones((2, 2)), "^a contains NaN"),
+    (np.ones((2, 2)), np.full((2, 2), np.inf), "^b contains NaN or infinity"),
+])
+def test_cosine_rejects_bad_shapes_and_nan(a, b, message):
+    with pytest.raises(ValueError, match=message):
         cosine_scores(a, b)
+
+
+def test_score_pairs_needs_one_embedding_per_pair_on_each_side():
+    pairs = _pairs([1.0, 2.0, 3.0], ["s"] * 3)
+    with pytest.raises(ValueError, match="TOY: 3 pairs but 3 / 2 embeddings"):
+        score_pairs(pairs, np.ones((3, 2)), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="TOY: 3 pairs but 4 / 4 embeddings"):
+        score_pairs(pairs, np.ones((4, 2)), np.ones((4, 2)))
+
+
+def test_evaluate_reads_the_test_split_under_the_root_it_is_given(mini_data):
+    from conftest import MINI_PAIRS
+
+    from bertflow_mini.sts import evaluate
+
+    # $BERTFLOW_DATA still names the full mirror: only an honoured root gives the mini mirror's counts.
+    results = evaluate(lambda s: np.random.default_rng(0).normal(size=(len(s), 4)), ["STSB", "SICK-R"], root=mini_data)
+    assert [r.n_pairs for r in results] == [MINI_PAIRS["stsb"], MINI_PAIRS["sick"]]
 
 
 def test_spearman_agrees_with_scipy_including_ties():
