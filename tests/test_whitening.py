@@ -110,7 +110,7 @@ def test_bad_input_is_rejected(make):
         model.transform(x[:, :19])
     with pytest.raises(ValueError, match="^X must be a 2-D"):
         model.transform(x[0])
-    with pytest.raises(RuntimeError, match="before fit"):
+    with pytest.raises(RuntimeError, match=r"^(Whitening|AllButTheTop)\.transform called before fit"):
         make().transform(x)
 
 
@@ -126,9 +126,24 @@ def test_streaming_rejects_bad_batches():
 
 def test_two_points_on_a_line_by_hand():
     # One column, rows 1 and 3: mean 2, unbiased variance 2, so z = (x − 2) / √2 = ∓1/√2.
-    w = Whitening().fit(np.array([[1.0], [3.0]]))
-    np.testing.assert_allclose(w.transform(np.array([[1.0], [3.0], [2.0 + np.sqrt(2)]])).ravel(),
-                               [-1 / np.sqrt(2), 1 / np.sqrt(2), 1.0], rtol=1e-12)
+    x = np.array([[1.0], [3.0]])
+    want = [-1 / np.sqrt(2), 1 / np.sqrt(2), 1.0]
+    probe = np.array([[1.0], [3.0], [2.0 + np.sqrt(2)]])
+    np.testing.assert_allclose(Whitening().fit(x).transform(probe).ravel(), want, rtol=1e-12)
+    np.testing.assert_allclose(StreamingWhitening(1).partial_fit(x).finalize().transform(probe).ravel(), want, rtol=1e-12)
+
+
+def test_the_eigenvalue_floor_is_relative_to_the_largest():
+    # Axis variances 10⁴ and 10⁻⁴: the smaller is below eps × λ_max = 10⁻⁶ × 10⁴ = 10⁻², so it is
+    # divided by √10⁻² instead of √10⁻⁴ and keeps a variance of 10⁻⁴ / 10⁻² = 10⁻² (by hand).
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(5000, 2))
+    z = (z - z.mean(0)) @ np.linalg.inv(np.linalg.cholesky(np.cov(z, rowvar=False))).T  # exactly white
+    x = z * np.array([100.0, 0.01])
+    out = Whitening(eps=1e-6).fit(x).transform(x)
+    np.testing.assert_allclose(np.cov(out, rowvar=False), np.diag([1.0, 1e-2]), atol=1e-9)
+    # The floor scales with the data: whitening 1000·x gives the same output.
+    np.testing.assert_allclose(Whitening(eps=1e-6).fit(1000 * x).transform(1000 * x), out, atol=1e-9)
 
 
 def test_streaming_is_stable_when_columns_have_different_huge_means():
@@ -152,3 +167,18 @@ def test_fit_stream_honours_k_and_eps():
     assert StreamingWhitening(20).partial_fit(x).finalize(k=3).k == 3
     with pytest.raises(ValueError, match="no batches"):
         Whitening().fit_stream([])
+
+
+def test_all_but_the_top_with_an_explicit_number_of_directions():
+    x = anisotropic(500)
+    lam = np.sort(np.linalg.eigvalsh(np.cov(x, rowvar=False)))[::-1]
+    three = AllButTheTop(n_components=3).fit(x)
+    assert three.directions.shape == (20, 3)
+    assert np.trace(np.cov(three.transform(x), rowvar=False)) == pytest.approx(lam[3:].sum(), rel=1e-9)
+    none = AllButTheTop(n_components=0).fit(x)  # removes the mean only
+    np.testing.assert_allclose(none.transform(x), x - x.mean(0), atol=1e-9)
+    with pytest.raises(ValueError, match="between 0 and dim - 1 = 19, got 20"):
+        AllButTheTop(n_components=20).fit(x)
+    # Two rows suffice, and float32 stays float32 (as for Whitening).
+    assert AllButTheTop().fit(x[:2]).transform(x[:2]).shape == (2, 20)
+    assert AllButTheTop().fit(x).transform(x.astype(np.float32)).dtype == np.float32
