@@ -31,11 +31,21 @@ def _inline_figures() -> None:
         shell.run_line_magic("matplotlib", "inline")
 
 
+def where_from(source: str) -> str:
+    """Where a resolved model comes from: the local mirror, this machine's cache, or the hub."""
+    mirror = os.environ.get("BERTFLOW_MODELS")
+    if not os.path.isdir(source):
+        return f"Hugging Face hub ({source})"
+    if mirror and os.path.realpath(source).startswith(os.path.realpath(mirror) + os.sep):
+        return "local mirror ($BERTFLOW_MODELS)"
+    return f"pretrained on this machine ({source.replace(os.path.expanduser('~'), '~')})"
+
+
 def setup(model: str | None = None, seed: int = 0) -> str:
     """Seed, style, and print the model, data source and device in use; returns the model name.
 
-    ``model=None`` picks :func:`bertflow_mini.models.default_model`: the offline mirror's
-    ``all-MiniLM-L6-v2`` when ``$BERTFLOW_MODELS`` provides it, else ``bert-base-uncased``.
+    ``model=None`` picks :func:`bertflow_mini.models.default_model`, the book's ``scratch-bert``
+    (pretrained on first use when neither the mirror nor the cache has it).
     """
     seed_everything(seed)
     # transformers imports tqdm.auto, which warns when ipywidgets is missing; text bars are fine
@@ -44,10 +54,9 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     set_style()
     model = model or default_model()
     source = resolve_model(model)
-    where = "local mirror ($BERTFLOW_MODELS)" if os.path.isdir(source) else f"Hugging Face hub ({source})"
+    print(f"model : {model}  [{where_from(source)}]")
     data = "local mirror ($BERTFLOW_DATA)" if os.environ.get("BERTFLOW_DATA") else "official download URLs (cached)"
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    print(f"model : {model}  [{where}]")
     print(f"data  : {data}")
     print(f"device: {device}   torch {torch.__version__.split('+')[0]}   seed {seed}")
     return model

@@ -17,6 +17,7 @@ from typing import Sequence
 import pandas as pd
 
 from .data import TASKS, canonical_task
+from .models import default_model
 
 
 def _pooling(text: str):
@@ -30,7 +31,7 @@ def _tasks(text: str) -> list[str]:
     return [canonical_task(t) for t in text.replace(",", " ").split()]
 
 
-DEFAULT_MODEL = "scratch-bert"
+DEFAULT_MODEL = default_model()
 
 
 def _default_pooling(encoder) -> str:

@@ -52,7 +52,7 @@ HUB_IDS: dict[str, str] = {
     "bert-base-uncased-tokenizer": "bert-base-uncased",  # the tokenizer only (scratch-bert's vocabulary)
 }
 #: The offline model the book's committed outputs were produced with.
-MIRROR_MODEL = "all-MiniLM-L6-v2"
+CONTRAST_MODEL = "all-MiniLM-L6-v2"  # fine-tuned for similarity: the book's contrast
 POOLINGS = ("cls", "last-avg", "first-last-avg", "last2avg")
 HUB_URL = "https://huggingface.co/{}"
 
@@ -82,16 +82,15 @@ def resolve_model(name: str) -> str:
 
 
 def default_model() -> str:
-    """The model a chapter uses unless told otherwise.
+    """The model every chapter and CLI command uses unless told otherwise: ``scratch-bert``.
 
-    The offline mirror's ``all-MiniLM-L6-v2`` when ``$BERTFLOW_MODELS`` provides it (this is how the
-    committed outputs were made), else ``bert-base-uncased`` from the hub — the paper's model, which
-    is what a reader in Colab gets without changing anything.
+    The book's own BERT, pretrained offline (:mod:`bertflow_mini.pretrain`). The fine-tuned contrast is
+    :data:`CONTRAST_MODEL`; a reader in Colab can make ``bert-base-uncased`` (the paper's model) the
+    model of a chapter with one edit of its ``MODEL`` line.
     """
-    mirror = os.environ.get("BERTFLOW_MODELS")
-    if mirror and (Path(mirror) / MIRROR_MODEL).is_dir():
-        return MIRROR_MODEL
-    return "bert-base-uncased"
+    from .pretrain import NAME
+
+    return NAME
 
 
 def hub_reachable(host: str = "huggingface.co", port: int = 443, timeout: float = 3.0) -> bool:

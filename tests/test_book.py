@@ -68,6 +68,9 @@ def test_chapter_hygiene(nb_path):
     assert any(parse_marker(source(c)) is not None for c in code), f"{nb_path.name}: no cell marked # CHECK_OUTPUT"
     assert "NBVAL_" not in text, f"{nb_path.name}: an nbval marker, which nothing reads; use # CHECK_OUTPUT"
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    # code fits the page (88 columns, `ruff format book/`); the browser check sees no sideways scrolling
+    wide = [line for c in code for line in source(c).splitlines() if len(line) > 88]
+    assert not wide, f"{nb_path.name}: {len(wide)} code lines over 88 columns, e.g. {wide[0]!r}"
     # exercises with solutions behind a toggle
     assert re.search(r"^#+\s*Exercises", text, re.M), f"{nb_path.name}: no Exercises section"
     assert text.count(":class: dropdown") >= 3 or text.count("{dropdown}") >= 3, f"{nb_path.name}: < 3 hidden solutions"
@@ -168,5 +171,11 @@ def test_page_renders_offline_in_chromium(browser, built_book, page):
             "return document.querySelectorAll('.cell_output .output.error, .cell_output .output.traceback').length"
         )
         assert errors == 0, f"{page}: {errors} error outputs"
+        # at a 1280-px window every line of chapter code is visible without a horizontal scroll bar
+        scrolling = browser.execute_script(
+            "return [...document.querySelectorAll('.cell_input pre')]"
+            ".filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent.slice(0, 60))"
+        )
+        assert not scrolling, f"{page}: {len(scrolling)} code blocks scroll sideways, e.g. {scrolling[0]!r}"
     external = [u for u in requested_urls(browser) if not u.startswith(("file:", "data:", "blob:", "about:"))]
     assert not external, f"{page} asked the network for {external[:5]}"

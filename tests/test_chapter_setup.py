@@ -57,16 +57,22 @@ def test_setup_without_a_mirror_says_the_hub_and_the_download_urls(tmp_path, mon
     # A reader's machine or Colab: no mirror, so the paper's model from the hub and data from the web.
     monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
     monkeypatch.delenv("BERTFLOW_DATA")
-    assert setup() == "bert-base-uncased"
+    assert setup("bert-base-uncased") == "bert-base-uncased"
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "model : bert-base-uncased  [Hugging Face hub (bert-base-uncased)]"
     assert out[1] == "data  : official download URLs (cached)"
 
 
-def test_setup_default_is_the_mirror_model_when_the_mirror_has_it(monkeypatch, capsys):
-    from conftest import MINILM_DIR, need
+def test_setup_default_is_scratch_bert_from_this_machines_cache(tiny_bert_dir, tmp_path, monkeypatch, capsys):
+    import shutil
 
-    need(MINILM_DIR)
-    monkeypatch.setenv("BERTFLOW_MODELS", str(MINILM_DIR.parent))
-    assert setup() == "all-MiniLM-L6-v2"
-    assert capsys.readouterr().out.startswith("model : all-MiniLM-L6-v2  [local mirror ($BERTFLOW_MODELS)]")
+    from bertflow_mini._io import cache_dir
+    from bertflow_mini.pretrain import DEFAULT, run_dir
+
+    (tmp_path / "mirror").mkdir()
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path / "mirror"))  # a mirror without scratch-bert
+    assert run_dir(DEFAULT).is_relative_to(cache_dir())  # the test's private cache (conftest)
+    shutil.copytree(tiny_bert_dir, run_dir(DEFAULT) / "pct-100")  # stands in for the pretrained one
+    assert setup() == "scratch-bert"
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("model : scratch-bert  [pretrained on this machine (") and first.endswith("pct-100)]")

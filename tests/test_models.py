@@ -50,16 +50,11 @@ def test_resolution_prefers_the_mirror_then_the_hub(tiny_bert_dir, monkeypatch, 
     assert resolve_model("bert-base-uncased") == "bert-base-uncased"
 
 
-def test_default_model_is_the_mirror_model_offline_else_bert_base(monkeypatch, tmp_path):
-    from conftest import MINILM_DIR, need
-
-    need(MINILM_DIR)
-    monkeypatch.setenv("BERTFLOW_MODELS", str(MINILM_DIR.parent))
-    assert models.default_model() == "all-MiniLM-L6-v2"
+def test_default_model_is_scratch_bert_with_or_without_a_mirror(monkeypatch, tmp_path):
     monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
-    assert models.default_model() == "bert-base-uncased"
+    assert models.default_model() == "scratch-bert"
     monkeypatch.delenv("BERTFLOW_MODELS")
-    assert models.default_model() == "bert-base-uncased"
+    assert models.default_model() == "scratch-bert"
 
 
 def test_offline_without_mirror_names_the_env_var_and_the_url(monkeypatch, tmp_path):
