@@ -129,8 +129,12 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
 def cmd_pretrain(args: argparse.Namespace) -> int:
     """Pretrain scratch-bert (or a changed recipe) unless the cache already holds it; print its summary."""
-    from .pretrain import checkpoint, run_dir, training_log, with_overrides
+    from .pretrain import checkpoint, run_dir, steps_for_minutes, training_log, with_overrides
 
+    if args.minutes is not None:
+        if args.steps is not None:
+            raise SystemExit("pretrain: give --steps or --minutes, not both")
+        args.steps = steps_for_minutes(args.minutes)
     fields = ("layers", "hidden", "heads", "intermediate", "steps", "batch_size", "lr", "corpus", "seed")
     recipe = with_overrides(**{f: getattr(args, f) for f in fields})
     checkpoint("scratch-bert", recipe)
@@ -155,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(f"--{flag}", type=kind, default=None, help="change the recipe (default: the book's)")
     p.add_argument("--corpus", choices=["wordnet+sts", "wordnet", "sts"], default=None,
                    help="wordnet+sts (default), or wordnet alone: no evaluation sentences, even unlabelled")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="train about this long on a 2-core CPU (converted to --steps before training)")
     p.set_defaults(func=cmd_pretrain)
     p = sub.add_parser("sts", help="cosine-similarity STS evaluation of one model and pooling")
     _common(p)

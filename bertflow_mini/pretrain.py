@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -208,6 +209,17 @@ def training_log(recipe: Recipe | None = None) -> tuple[list[dict], dict]:
 
 #: The recipe behind the names ``scratch-bert`` and ``scratch-bert@<percent>``.
 DEFAULT = Recipe()
+
+
+def steps_for_minutes(minutes: float, seconds_per_step: float = SECONDS_PER_STEP) -> int:
+    """The number of steps that takes about ``minutes`` on the project's CPU at the default shape.
+
+    A budget in minutes becomes a step count *before* training, so the recipe (and its weights) stay
+    deterministic: two runs of ``pretrain --minutes 40`` train the same steps whatever the clock says.
+    """
+    if not (minutes > 0 and math.isfinite(minutes)):
+        raise ValueError(f"minutes must be a positive number, got {minutes!r}")
+    return max(1, round(minutes * 60 / seconds_per_step))
 
 
 def with_overrides(**changes) -> Recipe:

@@ -221,3 +221,20 @@ def test_pretrain_cli_reports_loss_against_the_unigram_entropy(tiny_corpus, tmp_
     assert f"unigram entropy {info['unigram_entropy']:.3f} nats" in out
     assert "pct-000 pct-025 pct-050 pct-100" in out
     assert main(args) == 0 and "pretraining it now" not in capsys.readouterr().out   # cached: no second run
+
+
+def test_minutes_become_steps_before_training_so_the_recipe_stays_deterministic():
+    from bertflow_mini.pretrain import steps_for_minutes
+
+    assert steps_for_minutes(12, seconds_per_step=0.45) == 1600  # 720 s / 0.45 s, by hand
+    assert steps_for_minutes(0.001, seconds_per_step=0.45) == 1  # never zero steps
+    for bad in (0, -3, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="minutes"):
+            steps_for_minutes(bad)
+
+
+def test_pretrain_cli_refuses_steps_and_minutes_together():
+    from bertflow_mini.cli import main
+
+    with pytest.raises(SystemExit, match="not both"):
+        main(["pretrain", "--steps", "10", "--minutes", "1"])
