@@ -3,6 +3,10 @@
     .venv/bin/python benchmarks/bench_pretrain.py                  # everything, default recipe, seed 0
     .venv/bin/python benchmarks/bench_pretrain.py --seeds 3        # + the spread over pretraining seeds
     .venv/bin/python benchmarks/bench_pretrain.py --only speed     # only ours vs transformers.Trainer
+    .venv/bin/python benchmarks/bench_pretrain.py --only story --set layers=2 --set lr=1e-3   # another recipe
+
+``--seeds N`` also writes benchmarks/results/pretrain-seeds.json (chapter 6 reads it): per seed, the
+held-out loss and the 7-dataset table (raw / whitening / flow; last-avg and first-last-avg).
 
 1. speed: tokens/s of our loop (decoder at the masked positions only, length-bucketed batches) vs
    ``transformers.Trainer`` + ``DataCollatorForLanguageModeling`` (logits at every position), same
@@ -15,6 +19,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import math
 import os
 import sys
@@ -143,29 +149,74 @@ def full_table(recipe, pooling: str) -> pd.DataFrame:
     return pd.concat(parts)
 
 
+def seed_summary(recipe) -> dict:
+    """Held-out loss and the STS-B / 7-dataset-mean scores of one pretrained seed, both poolings."""
+    rows, _ = pretrain.training_log(recipe)
+    enc = load_encoder(str(pretrain.run_dir(recipe) / "pct-100"))
+    out = {"held_out_loss": round(rows[-1]["held_out_loss"], 4)}
+    for pooling in ("last-avg", "first-last-avg"):
+        t = reproduce(enc, pooling, METHODS, progress=False).mean
+        out[pooling] = {m: {"STSB": round(t.loc[m, "STSB"], 2), "Avg.": round(t.loc[m, "Avg."], 2)} for m in METHODS}
+    return out
+
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "pretrain-seeds.json")
+
+
+def seed_spread(recipes: list, command: str, path: str = RESULTS) -> None:
+    """Print mean ± sd over pretraining seeds and write them (JSON) to ``path``."""
+    seeds = {str(r.seed): seed_summary(r) for r in recipes}
+    for pooling in ("last-avg", "first-last-avg"):
+        cells = {(m, col): [seeds[s][pooling][m][col] for s in seeds] for m in METHODS for col in ("STSB", "Avg.")}
+        table = pd.DataFrame({k: {"mean": np.mean(v), "sd": np.std(v, ddof=1)} for k, v in cells.items()}).T
+        show(f"{pooling}, 100% checkpoints over seeds {', '.join(seeds)}: mean and sd", table.round(2))
+    record = {"what": f"scratch-bert pretrained with seeds {', '.join(seeds)}; Spearman x 100 on STS-B test "
+                      "and the 7-dataset mean (reproduce, fit=target)",
+              "command": command, "recipe_key_seed0": recipes[0].key(), "seeds": seeds}
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+    print(f"written: {path}")
+
+
+def parse_settings(items: list[str]) -> dict:
+    """``["layers=2", "lr=1e-3"]`` → recipe overrides with the recipe's own field types."""
+    kinds = {"int": int, "float": float, "str": str}
+    fields = {f.name: kinds[str(f.type)] for f in dataclasses.fields(pretrain.Recipe)}
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if key not in fields:
+            raise SystemExit(f"--set {item}: no recipe field {key!r} (fields: {', '.join(fields)})")
+        out[key] = fields[key](value)
+    return out
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=1, help="pretrain this many seeds (0, 1, …) for the spread")
     p.add_argument("--speed-steps", type=int, default=30)
     p.add_argument("--only", choices=["speed", "story"], default=None)
     p.add_argument("--steps", type=int, default=None, help="override the recipe's steps (smoke runs)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a recipe field")
     p.add_argument("--pooling", default="last-avg")
+    p.add_argument("--results", default=RESULTS, help="where --seeds N writes its JSON")
     args = p.parse_args(argv)
-    recipe = pretrain.with_overrides(steps=args.steps)
+    changes = {"steps": args.steps, **parse_settings(args.set)}
+    recipe = pretrain.with_overrides(**changes)
     print(f"recipe: {recipe}")
     if args.only != "story":
         speed(recipe, args.speed_steps)
     if args.only == "speed":
         return
-    for seed in range(args.seeds):
-        pretrain.checkpoint("scratch-bert", pretrain.with_overrides(steps=args.steps, seed=seed))
+    recipes = [pretrain.with_overrides(**{**changes, "seed": seed}) for seed in range(args.seeds)]
+    for r in recipes:
+        pretrain.checkpoint("scratch-bert", r)
     show("BERT-likeness (seed 0)", pd.DataFrame([bert_likeness(recipe)]).T.rename(columns={0: "value"}))
     show(f"STS-B test, {args.pooling}, Spearman x 100, through pretraining (seed 0)", sts_curve(recipe, args.pooling))
     if args.seeds > 1:
-        finals = pd.DataFrame({s: sts_curve(pretrain.with_overrides(steps=args.steps, seed=s), args.pooling)
-                               .iloc[3] for s in range(args.seeds)}).T
-        show(f"STS-B at 100% over {args.seeds} pretraining seeds", finals)
-        show("mean ± sd", pd.DataFrame({"mean": finals.mean(), "sd": finals.std(ddof=1)}))
+        command = "benchmarks/bench_pretrain.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        seed_spread(recipes, command, args.results)
     show(f"7 datasets, {args.pooling}, target fit, wmean (seed 0)", full_table(recipe, args.pooling))
     show("published, bert-base (Li et al. 2020; Su et al. 2021)", published_rows("bert-base-uncased", "last-avg"))
 

@@ -58,20 +58,29 @@ def test_bench_knn_smoke(capsys):
     assert out.count("Spearman(frequency, norm):") == 2 and out.count("k-NN dot product, k=7") == 3
 
 
-def test_bench_pretrain_smoke(mini_data, monkeypatch, capsys):
-    """The whole script (speed, BERT-likeness, the STS curve and table) with a 1-layer, 32-wide recipe
-    pretrained for 4 steps on the mini mirror's STS sentences. The script has no size switch for the
-    model, so the default recipe is swapped for a tiny one here."""
-    from bertflow_mini import pretrain
+def test_bench_pretrain_smoke(mini_data, monkeypatch, capsys, tmp_path):
+    """The whole script (speed, BERT-likeness, the STS curve, the seed spread and the table) with a
+    1-layer, 32-wide recipe (given by --set) pretrained for 4 steps on the mini mirror's STS sentences."""
+    import json
+
     from conftest import TOKENIZER_DIR, need
 
     need(TOKENIZER_DIR)
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
-    monkeypatch.setattr(pretrain, "DEFAULT", pretrain.with_overrides(
-        layers=1, hidden=32, heads=2, intermediate=64, positions=64, batch_size=8, corpus="sts"))
-    load("bench_pretrain").main(["--speed-steps", "2", "--steps", "4"])
+    tiny = ["layers=1", "hidden=32", "heads=2", "intermediate=64", "positions=64", "batch_size=8", "corpus=sts"]
+    results = tmp_path / "seeds.json"
+    load("bench_pretrain").main(["--speed-steps", "2", "--steps", "4", "--seeds", "2", "--results", str(results)]
+                                + [a for t in tiny for a in ("--set", t)])
     out = capsys.readouterr().out
     for title in ("speed, 2 steps of batch 8", "BERT-likeness (seed 0)", "STS-B test, last-avg, Spearman x 100",
+                  "last-avg, 100% checkpoints over seeds 0, 1: mean and sd",
                   "7 datasets, last-avg, target fit, wmean", "published, bert-base"):
         assert title in out, title
     assert "ours / Trainer =" in out and "word overlap" in out
+    record = json.loads(results.read_text())
+    assert sorted(record["seeds"]) == ["0", "1"] and "--set layers=1" in record["command"]
+    for seed in record["seeds"].values():
+        assert set(seed) == {"held_out_loss", "last-avg", "first-last-avg"}
+        assert set(seed["last-avg"]) == {"none", "whitening", "flow"}
+    with pytest.raises(SystemExit, match="no recipe field 'depth'"):
+        load("bench_pretrain").main(["--only", "story", "--set", "depth=3"])
