@@ -61,3 +61,20 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     print(f"device: {device}   torch {torch.__version__.split('+')[0]}   seed {seed}")
     return model
 
+
+
+def glue(name: str, value: object, display: bool = True) -> None:
+    """Paste ``value`` into the chapter's prose as ``{glue}`name``` (myst-nb's ``glue``).
+
+    myst-nb comes with the book's build tools, not with the package; in Colab or a plain Jupyter
+    kernel without it the value is only shown (when ``display``), so a chapter runs everywhere.
+    """
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        if display:
+            from IPython.display import display as show
+
+            show(value)
+        return
+    myst_glue(name, value, display=display)

@@ -76,3 +76,34 @@ def test_setup_default_is_scratch_bert_from_this_machines_cache(tiny_bert_dir, t
     assert setup() == "scratch-bert"
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("model : scratch-bert  [pretrained on this machine (") and first.endswith("pct-100)]")
+
+
+def test_glue_uses_myst_nb_when_installed_and_only_displays_without_it(monkeypatch):
+    import builtins
+    import sys
+    import types
+
+    from bertflow_mini import chapter
+
+    calls = []
+    fake = types.ModuleType("myst_nb")
+    fake.glue = lambda name, value, display=True: calls.append(("myst", name, value, display))
+    monkeypatch.setitem(sys.modules, "myst_nb", fake)
+    chapter.glue("rho", 0.5, display=False)
+    assert calls == [("myst", "rho", 0.5, False)]
+
+    real_import = builtins.__import__
+
+    def no_myst(name, *args, **kwargs):
+        if name == "myst_nb":
+            raise ImportError("no myst_nb in Colab")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_myst)
+    shown = []
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda value: shown.append(value))
+    chapter.glue("rho", 0.7)  # Colab: shown, not glued
+    chapter.glue("rho", 0.9, display=False)  # hidden glue: nothing at all
+    assert shown == [0.7] and len(calls) == 1
