@@ -4,8 +4,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-ArrayLike = "np.ndarray | torch.Tensor"
-
 
 def check_matrix(x, name: str = "x", dim: int | None = None, min_rows: int = 1) -> np.ndarray:
     """Return ``x`` as a 2-D float array, or raise ``ValueError``.

@@ -26,12 +26,12 @@ import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
-from bertflow_mini._progress import tqdm
 
-from bertflow_mini._io import cache_dir
+from ._io import cache_dir
+from ._progress import tqdm
 
 # The official archives, as listed in SentEval's data/downstream/get_transfer_data.bash.
 URLS: dict[str, str] = {
@@ -46,6 +46,7 @@ URLS: dict[str, str] = {
     "SICK-test": "http://alt.qcri.org/semeval2014/task1/data/uploads/sick_test_annotated.zip",
     "GloVe": "https://nlp.stanford.edu/data/glove.6B.zip",
     "WordNet": "https://wordnetcode.princeton.edu/3.0/WordNet-3.0.tar.gz",
+    "QNLI": "https://dl.fbaipublicfiles.com/glue/data/QNLIv2.zip",  # GLUE's official archive (not mirrored)
 }
 
 ENV_VAR = "BERTFLOW_DATA"
@@ -103,6 +104,7 @@ _SOURCES: dict[str, _Source] = {
     # official archive ships them plain under WordNet-3.0/dict; the reader takes either.
     "WordNet": _Source("wordnet", ("WordNet",), "WordNet-3.0/dict",
                        tuple(f"data.{pos}" for pos in ("noun", "verb", "adj", "adv"))),
+    "QNLI": _Source("glue/QNLI", ("QNLI",), "QNLI", ("train.tsv", "dev.tsv")),  # bertflow_mini.entailment
 }
 
 
@@ -123,6 +125,15 @@ def _has(base: Path, sources: list[_Source]) -> bool:
     return all((base / s.target).exists() for s in sources)
 
 
+def _advice(sources: Sequence[_Source]) -> str:
+    """What to do when files are missing: the env var to set, and the official archives' URLs."""
+    urls = ", ".join(URLS[key] for s in sources for key in s.urls)
+    env = os.environ.get(ENV_VAR)
+    now = f"${ENV_VAR} is {env}" if env else f"${ENV_VAR} is unset"
+    return (f"Point ${ENV_VAR} at a folder with the layout of ../shared/data ({now}), "
+            f"or download {urls} by hand.")
+
+
 def data_root(root: str | Path | None = None, *, need: str = "sts") -> Path:
     """The folder holding ``need`` (``"sts"``, ``"sts/STS12"``, ``"sts/STSBenchmark"``, ``"sick"``).
 
@@ -134,7 +145,8 @@ def data_root(root: str | Path | None = None, *, need: str = "sts") -> Path:
         root = Path(root).expanduser()
         if not _has(root, sources):
             raise DataNotFoundError(f"{root / need} does not exist (root={str(root)!r} was given explicitly; "
-                                    f"it must use the layout of ../shared/data: {', '.join(s.target for s in sources)})")
+                                    f"it must use the layout of ../shared/data: {', '.join(s.target for s in sources)}). "
+                                    + _advice(sources))
         return root
     env = os.environ.get(ENV_VAR)
     if env and _has(Path(env).expanduser(), sources):
@@ -158,8 +170,7 @@ def _fetch_or_explain(source: _Source, cache: Path) -> Path:
         urls = ", ".join(URLS[k] for k in source.urls)
         raise DataNotFoundError(
             f"{source.target} not found. Looked in {looked} and in the cache {cache / source.target}; "
-            f"downloading {urls} failed: {type(err).__name__}: {err}. "
-            f"Point ${ENV_VAR} at a folder with the layout of ../shared/data, or download the archive by hand."
+            f"downloading {urls} failed: {type(err).__name__}: {err}. " + _advice([source])
         ) from err
 
 
@@ -280,13 +291,23 @@ def load_sts(task: str, split: str = "test", root: str | Path | None = None) -> 
     return _load_sick(data_root(root, need="sick") / "sick" / _SICK_FILES[split], split)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without its newline); CRLF files read the same as LF files."""
+def _lines(path: Path, task: str) -> list[tuple[int, str]]:
+    """(1-based line number, line without its newline) of one of ``task``'s files; CRLF files read
+    the same as LF files. A missing file or bytes that are not UTF-8 raise an error naming them."""
     if not path.is_file():
-        raise DataNotFoundError(f"{path} does not exist")
-    with open(path, encoding="utf-8") as f:  # every official file is valid UTF-8 (checked on the mirror)
-        for number, line in enumerate(f, start=1):
-            yield number, line.rstrip("\n")
+        raise DataNotFoundError(f"{path} does not exist, although its folder {path.parent} does: the folder "
+                                f"is incomplete. " + _advice([_SOURCES[task]]))
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")  # every official file is valid UTF-8 (checked on the mirror)
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not valid UTF-8 ({err.reason} at byte {err.start}); "
+                         f"the file is damaged or not one of the official files") from None
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # newlines as text mode reads them
+    if lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start another
+    return list(enumerate(lines, start=1))
 
 
 def _score(text: str, where: str, task: str) -> float:
@@ -309,7 +330,7 @@ def _load_sts_year(task: str, folder: Path) -> STSPairs:
     subsets: list[str] = []
     for subset in STS_SUBSETS[task]:
         inp, gold = folder / f"{prefix}.input.{subset}.txt", folder / f"{prefix}.gs.{subset}.txt"
-        pairs, golds = list(_lines(inp)), list(_lines(gold))
+        pairs, golds = _lines(inp, task), _lines(gold, task)
         if len(pairs) != len(golds):
             short, n = (inp, len(pairs)) if len(pairs) < len(golds) else (gold, len(golds))
             raise ValueError(f"{short}:{n + 1}: {inp.name} has {len(pairs)} lines but {gold.name} has {len(golds)}")
@@ -329,7 +350,7 @@ def _load_sts_year(task: str, folder: Path) -> STSPairs:
 def _load_stsb(path: Path, split: str) -> STSPairs:
     """STS-B: genre, file, year, id, score, sentence1, sentence2 [, sources…] — plain TAB split, no CSV quoting."""
     rows = []
-    for number, line in _lines(path):
+    for number, line in _lines(path, "STSB"):
         fields = line.split("\t")
         if len(fields) < 7:
             raise ValueError(f"{path}:{number}: expected at least 7 tab-separated fields, got {len(fields)}")
@@ -340,7 +361,7 @@ def _load_stsb(path: Path, split: str) -> STSPairs:
 def _load_sick(path: Path, split: str) -> STSPairs:
     """SICK: header, then pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment."""
     rows = []
-    for number, line in _lines(path):
+    for number, line in _lines(path, "SICK-R"):
         fields = line.split("\t")
         if len(fields) != 5:
             raise ValueError(f"{path}:{number}: expected 5 tab-separated fields, got {len(fields)}")
@@ -434,7 +455,7 @@ def load_glove(path: str | Path | None = None, *, dim: int = 50, max_words: int 
     """Read GloVe's text format (``word v1 … v_dim`` per line; plain or gzipped), the first ``max_words`` rows."""
     path = Path(path).expanduser() if path is not None else _find_glove(dim)
     if not path.is_file():
-        raise DataNotFoundError(f"GloVe file {path} does not exist")
+        raise DataNotFoundError(f"GloVe file {path} does not exist. " + _advice([_glove_source(dim)]))
     with open(path, "rb") as f:
         gzipped = f.read(2) == b"\x1f\x8b"
     words: list[str] = []

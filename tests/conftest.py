@@ -32,12 +32,8 @@ else:
     _hypothesis_settings.register_profile("thorough", max_examples=1000, deadline=None, database=None)
     _hypothesis_settings.load_profile("bertflow")
 
-#: Tests with these markers run the chapters against the real (warm) user cache.
+#: Tests with these markers (declared in pyproject.toml) run the chapters against the real, warm user cache.
 REAL_CACHE_MARKERS = ("notebook", "browser")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "notebook: executes the book's chapters (uses the real embedding cache)")
 
 
 def need(path: Path) -> None:
@@ -70,16 +66,20 @@ def one_torch_thread():
         yield
 
 
-def save_tiny_bert(out: Path, seed: int = 0, layers: int = 2) -> Path:
-    """A randomly initialised BERT with bert-base-uncased's real vocabulary and config, shrunk to
-    ``layers`` layers × 32 wide, saved in Hugging Face format under ``out`` — the bert-base code path, offline."""
+def save_tiny_bert(
+    out: Path, seed: int = 0, layers: int = 2, hidden: int = 32, heads: int = 2, intermediate: int = 64
+) -> Path:
+    """A randomly initialised BERT with bert-base-uncased's real vocabulary, tokenizer and config, shrunk
+    to ``layers`` layers × ``hidden`` wide, saved in Hugging Face format under ``out``: the bert-base
+    code path, offline. ``hidden=768, heads=12, intermediate=3072`` keeps bert-base's width."""
     need(TOKENIZER_DIR)
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     config = BertConfig.from_pretrained(TOKENIZER_DIR)
     assert config.vocab_size == 30522 and config.num_hidden_layers == 12  # really bert-base's config
-    config.update(dict(hidden_size=32, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=64))
+    config.update(dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                       intermediate_size=intermediate))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = BertModel(config).eval()
@@ -144,3 +144,18 @@ def raw_pairs(root: Path, task: str, split: str) -> list[tuple[str, str, float]]
     name = {"train": "SICK_train.txt", "trial": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}[split]
     lines = (root / "sick" / name).read_text(encoding="utf-8").split("\n")[1:-1]
     return [(f[1], f[2], float(f[3])) for f in (line.split("\t") for line in lines)]
+
+
+def raw_sts_year(root: Path, year: str) -> dict[str, list[tuple[str, str, float]]]:
+    """Per subset of ``year`` (STS12–16), the scored (sentence 1, sentence 2, gold) read straight from
+    a mirror's files, without the package's loaders. Subsets in the folder's file-name order."""
+    prefix = "STS2016" if year == "STS16" else "STS"
+    out = {}
+    for gold_file in sorted((root / "sts" / year).glob(f"{prefix}.gs.*.txt")):
+        subset = gold_file.name[len(prefix) + 4 : -4]
+        if subset == "ALL":  # STS12 ships the concatenation of its subsets too
+            continue
+        golds = gold_file.read_text(encoding="utf-8").split("\n")
+        inputs = gold_file.with_name(f"{prefix}.input.{subset}.txt").read_text(encoding="utf-8").split("\n")
+        out[subset] = [(*i.split("\t")[:2], float(g)) for i, g in zip(inputs, golds) if g.strip()]
+    return out

@@ -215,9 +215,43 @@ def test_sick_crlf_reads_like_lf_and_bad_score(tmp_path):
         load_sts("SICK", "trial", root=tmp_path / "bad")
 
 
-def test_explicit_root_without_data_names_the_path(tmp_path):
-    with pytest.raises(DataNotFoundError, match=str(tmp_path / "sts" / "STS14")):
+def test_explicit_root_without_data_names_the_path_env_var_and_url(tmp_path):
+    with pytest.raises(DataNotFoundError) as err:
         load_sts("STS14", root=tmp_path)
+    for part in (str(tmp_path / "sts" / "STS14"), "$BERTFLOW_DATA", data.URLS["STS14"]):
+        assert part in str(err.value), part
+
+
+def test_a_file_missing_from_a_found_folder_names_it_the_env_var_and_url(tmp_path, monkeypatch):
+    folder = write_sts_year(tmp_path / "sts" / "STS15", "STS15")
+    (folder / "STS.gs.belief.txt").unlink()  # e.g. a copy interrupted half-way
+    monkeypatch.setenv("BERTFLOW_DATA", str(tmp_path))
+    with pytest.raises(DataNotFoundError) as err:
+        load_sts("STS15")
+    for part in (str(folder / "STS.gs.belief.txt"), f"$BERTFLOW_DATA is {tmp_path}", data.URLS["STS15"]):
+        assert part in str(err.value), part
+
+
+def test_bytes_that_are_not_utf8_name_the_file_and_line(tmp_path):
+    write_sick(tmp_path / "sick")
+    path = tmp_path / "sick" / "SICK_trial.txt"
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b"No cat", b"No caf\xe9")  # Latin-1, not UTF-8, on line 3
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(ValueError, match="SICK_trial.txt:3: not valid UTF-8"):
+        load_sts("SICK", "trial", root=tmp_path)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("final", [True, False])
+def test_lines_split_as_text_mode_reads_them(tmp_path, newline, final):
+    """The loaders' line split is Python's text mode (universal newlines), with or without a final newline."""
+    path = tmp_path / "f.txt"
+    body = newline.join(["a\tb", "", "c"]) + (newline if final else "")
+    path.write_bytes(body.encode("utf-8"))
+    with open(path, encoding="utf-8") as f:
+        oracle = [(i, line.rstrip("\n")) for i, line in enumerate(f, start=1)]
+    assert data._lines(path, "STSB") == oracle == [(1, "a\tb"), (2, ""), (3, "c")]
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -30,10 +30,18 @@ def test_atomic_path_leaves_target_untouched_on_error(tmp_path):
     assert target.read_text() == "good" and os.listdir(tmp_path) == ["cache.npy"]
 
 
-def test_new_files_are_not_private(tmp_path):
-    with atomic_path(tmp_path / "new.txt") as tmp:
-        tmp.write_text("x")
-    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) & 0o044  # group/others may read
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_new_files_get_the_mode_open_would_give_them(tmp_path, umask):
+    # The oracle: a file created by a plain open() under the same umask (mkstemp's would be 0600).
+    before = os.umask(umask)
+    try:
+        (tmp_path / "plain.txt").write_text("x")
+        with atomic_path(tmp_path / "new.txt") as tmp:
+            tmp.write_text("x")
+    finally:
+        os.umask(before)
+    mode = stat.S_IMODE((tmp_path / "new.txt").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "plain.txt").stat().st_mode) == 0o666 & ~umask
 
 
 def test_cache_dir_honours_the_env_var(tmp_path, monkeypatch):

@@ -1,0 +1,308 @@
+"""The Colab path, exercised offline.
+
+A reader who opens a chapter in Colab runs its first cell (which installs the package there, and
+only there), edits one line to ``MODEL = "bert-base-uncased"``, and may run
+``python -m bertflow_mini reproduce --model bert-base-uncased``. The hub is unreachable here, so a
+randomly initialised checkpoint with bert-base's vocabulary, tokenizer and width (768 wide,
+12 heads, 3072 intermediate; 3 of its 12 layers: few, to stay fast, but enough that the first-last
+average is not the average of the last two) is served under the name ``bert-base-uncased`` from
+a temporary mirror, and the data is the real files' first lines (``mini_data``). The numbers are
+checked against an independent computation, not for range.
+
+The install cell must install something that exists: the package named in ``pyproject.toml``, from
+the repository URL in ``_config.yml``, with dependencies that cover everything the package imports.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import json
+import random
+import re
+import runpy
+import shlex
+import sys
+import types
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from scipy.stats import spearmanr
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest's own dependency
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted(REPO.glob("book/[0-9][0-9]-*.ipynb"))
+CONFIG = yaml.safe_load((REPO / "_config.yml").read_text())
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+COLAB_MODEL = "bert-base-uncased"
+
+#: The methods of the paper's table for bert-base: Su et al. (2021) kept 256 of its 768 dimensions.
+BERT_BASE_METHODS = ["none", "flow", "whitening", "whitening-256", "abtt"]
+#: Published STS-B and STS12 (wmean) for bert-base, first-last average, typed from the papers:
+#: Li et al. 2020 Table 2 (raw and flow, target) and Su et al. 2021 (whitening-256, target).
+PAPER_ROWS = {"raw": (59.04, 57.84), "flow (target)": (70.72, 63.48), "whitening-256 (target)": (71.43, 63.89)}
+#: Package modules that only build the book (``make book``): they may need the ``book`` extra.
+BOOK_TOOLS = {"execute"}
+
+
+@pytest.fixture(scope="module")
+def bert_base_mirror(tmp_path_factory) -> Path:
+    """A model mirror whose ``bert-base-uncased`` is bert-base-shaped (3 layers) and random."""
+    from conftest import save_tiny_bert
+
+    mirror = tmp_path_factory.mktemp("colab-mirror")
+    save_tiny_bert(mirror / COLAB_MODEL, layers=3, hidden=768, heads=12, intermediate=3072)
+    return mirror
+
+
+@pytest.fixture()
+def _restore_global_state():
+    """A chapter's set-up seeds the global generators, styles matplotlib and may set torch's
+    thread count: give all of it back afterwards."""
+    py, np_state, torch_state = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    threads = torch.get_num_threads()
+    with matplotlib.rc_context():
+        yield
+    random.setstate(py)
+    np.random.set_state(np_state)
+    torch.set_rng_state(torch_state)
+    torch.set_num_threads(threads)
+
+
+# ----------------------------------------------------------------------------- the first cell
+def first_cell(chapter: Path) -> str:
+    cells = json.loads(chapter.read_text())["cells"]
+    return "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
+
+
+def colab_edit(source: str, model: str = COLAB_MODEL) -> str:
+    """The one edit a chapter asks a Colab reader to make: its first ``MODEL = …`` line names ``model``."""
+    match = re.search(r"^MODEL\s*=(.*)$", source, re.M)
+    assert match, "no `MODEL = …` line in the first code cell"
+    line = f"MODEL = setup({model!r})" if "setup(" in match.group(1) else f"MODEL = {model!r}"
+    return source[: match.start()] + line + source[match.end() :]
+
+
+class RecordingShell:
+    """Stands in for IPython: records the line magics (``%pip``, ``%matplotlib``) a cell calls, with
+    ``{name}`` / ``$name`` expanded from the cell's variables as IPython does, instead of running them."""
+
+    def __init__(self, namespace: dict) -> None:
+        self.namespace = namespace
+        self.magics: list[tuple[str, str]] = []
+
+    def run_line_magic(self, name: str, line: str, _stack_depth: int = 1) -> None:
+        from IPython.utils.text import DollarFormatter  # what InteractiveShell.var_expand uses
+
+        self.magics.append((name, DollarFormatter().vformat(line, args=[], kwargs=self.namespace)))
+
+
+def run_cell(source: str) -> tuple[dict, RecordingShell]:
+    """Run a notebook cell as IPython would (magics turned into calls), in a fresh namespace."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    namespace: dict = {"__name__": "__main__"}
+    shell = RecordingShell(namespace)
+    namespace["get_ipython"] = lambda: shell
+    exec(compile(TransformerManager().transform_cell(source), "<first cell>", "exec"), namespace)
+    return namespace, shell
+
+
+@pytest.mark.usefixtures("_restore_global_state")
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name[:2])
+def test_first_cell_with_bert_base_sets_up_and_installs_only_in_colab(chapter, bert_base_mirror, monkeypatch, capsys):
+    monkeypatch.setenv("BERTFLOW_MODELS", str(bert_base_mirror))
+    source = colab_edit(first_cell(chapter))
+
+    # Outside Colab: no install, and the chapter's set-up names the edited model and where it came from.
+    namespace, shell = run_cell(source)
+    assert [name for name, _ in shell.magics if name == "pip"] == []
+    assert namespace["MODEL"] == COLAB_MODEL
+    assert f"model : {COLAB_MODEL}  [local mirror ($BERTFLOW_MODELS)]" in capsys.readouterr().out.splitlines()
+
+    # In Colab (google.colab imported): one `%pip install` of this package from the configured repository.
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    namespace, shell = run_cell(source)
+    installs = [shlex.split(line) for name, line in shell.magics if name == "pip"]
+    assert len(installs) == 1 and installs[0][0] == "install", shell.magics
+    requirement = Requirement(installs[0][-1])
+    assert canonicalize_name(requirement.name) == canonicalize_name(PYPROJECT["project"]["name"])
+    url = f"git+{CONFIG['repository']['url']}"
+    assert requirement.url in (url, f"{url}@{CONFIG['repository']['branch']}"), requirement.url
+    assert namespace["MODEL"] == COLAB_MODEL
+
+
+def test_colab_edit_handles_each_form_of_the_model_line():
+    assert colab_edit('MODEL = "scratch-bert"  # in Colab, ...\nsetup(MODEL)') == "MODEL = 'bert-base-uncased'\nsetup(MODEL)"
+    assert colab_edit("x = 1\nMODEL = setup()\n") == "x = 1\nMODEL = setup('bert-base-uncased')\n"
+    with pytest.raises(AssertionError, match="no `MODEL"):
+        colab_edit("setup()")
+
+
+# ----------------------------------------------------------------------------- loading and reproducing
+def test_bert_base_loads_from_the_mirror_with_its_width_and_vocabulary(bert_base_mirror, monkeypatch):
+    from bertflow_mini.models import load_encoder
+
+    monkeypatch.setenv("BERTFLOW_MODELS", str(bert_base_mirror))
+    encoder = load_encoder(COLAB_MODEL, device="cpu")
+    assert (encoder.name, encoder.dim, encoder.n_layers) == (COLAB_MODEL, 768, 3)
+    assert Path(encoder.source) == (bert_base_mirror / COLAB_MODEL).resolve()
+    assert len(encoder.tokenizer) == 30522 and encoder.tokenizer.tokenize("Unaffable") == ["una", "##ffa", "##ble"]
+
+
+def first_last_avg(folder: Path, sentences: list[str]) -> np.ndarray:
+    """The paper's "last2avg" computed without the package: one sentence at a time (so no padding),
+    the mean over tokens of the first and the last transformer layers' outputs."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer, model = AutoTokenizer.from_pretrained(folder), AutoModel.from_pretrained(folder).eval()
+    rows = []
+    with torch.no_grad():
+        for sentence in sentences:
+            batch = tokenizer(sentence, truncation=True, max_length=64, return_tensors="pt")
+            hidden = model(**batch, output_hidden_states=True).hidden_states  # [0] is the embedding output
+            rows.append(((hidden[1] + hidden[-1]) / 2)[0].mean(0).double().numpy())
+    return np.stack(rows)
+
+
+def cosine_spearman(folder: Path, triples: list[tuple[str, str, float]]) -> float:
+    a = first_last_avg(folder, [t[0] for t in triples])
+    b = first_last_avg(folder, [t[1] for t in triples])
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    return 100 * spearmanr(cos, [t[2] for t in triples]).statistic
+
+
+def python_m_bertflow_mini(args: list[str], monkeypatch, capsys) -> str:
+    """``python -m bertflow_mini ARGS`` in this process (its ``__main__``); returns what it printed."""
+    monkeypatch.setattr(sys, "argv", ["bertflow_mini", *args])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module("bertflow_mini", run_name="__main__")
+    captured = capsys.readouterr()
+    assert done.value.code == 0, captured.err[-2000:]
+    return captured.out
+
+
+@pytest.mark.slow  # a 768-wide model and 768 × 768 whitening fits: ~20 s on a quiet 2-core CPU
+@pytest.mark.usefixtures("one_torch_thread")
+def test_reproduce_with_bert_base_matches_an_independent_computation(bert_base_mirror, mini_data, monkeypatch, capsys):
+    from conftest import raw_pairs, raw_sts_year
+
+    monkeypatch.setenv("BERTFLOW_MODELS", str(bert_base_mirror))
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    command = ["reproduce", "--model", COLAB_MODEL, "--tasks", "STSB STS12"]
+    result = json.loads(python_m_bertflow_mini([*command, "--json"], monkeypatch, capsys))
+
+    # The table has the paper's shape for bert-base, with the Avg. of each row.
+    assert (result["model"], result["pooling"], result["fit"]) == (COLAB_MODEL, "first-last-avg", "target")
+    assert list(result["mean"]) == BERT_BASE_METHODS
+    for method, row in result["mean"].items():
+        assert list(row) == ["STSB", "STS12", "Avg."], method
+        assert row["Avg."] == pytest.approx((row["STSB"] + row["STS12"]) / 2, abs=1e-9)
+        assert all(v == 0 for v in result["std"][method].values())  # one seed: no spread
+
+    # The raw row: cosine of first-last averages, Spearman against the gold scores (scipy), computed
+    # here from the model folder and the raw files. STS12 is the subset-size-weighted mean (wmean).
+    folder = bert_base_mirror / COLAB_MODEL
+    stsb = cosine_spearman(folder, raw_pairs(mini_data, "STSB", "test"))
+    subsets = raw_sts_year(mini_data, "STS12")
+    sts12 = sum(len(t) * cosine_spearman(folder, t) for t in subsets.values()) / sum(map(len, subsets.values()))
+    assert result["mean"]["none"]["STSB"] == pytest.approx(stsb, abs=1e-6)
+    assert result["mean"]["none"]["STS12"] == pytest.approx(sts12, abs=1e-6)
+
+    # The paper's rows are printed beside ours, in our columns.
+    published = {(row["STSB"], row["STS12"]) for row in result["published"].values()}
+    assert set(PAPER_ROWS.values()) <= published, published
+    assert all(list(row) == ["STSB", "STS12", "Avg."] for row in result["published"].values())
+
+    # What the reader sees without --json (raw row only, to spare a second round of fits): the same
+    # numbers to two decimals, and the paper's beside them.
+    text = python_m_bertflow_mini([*command, "--methods", "none"], monkeypatch, capsys)
+    assert text.startswith(f"model: {COLAB_MODEL}   pooling: first-last-avg   fit: target")
+    none_row = next(line.split() for line in text.splitlines() if line.startswith("none "))
+    assert none_row[1:] == [f"{v:.2f}" for v in result["mean"]["none"].values()]
+    assert "published (Li et al. 2020" in text and all(f"{v:.2f}" in text for v in PAPER_ROWS["flow (target)"])
+
+
+# ----------------------------------------------------------------------------- what pip installs
+def third_party_imports(path: Path) -> dict[str, bool]:
+    """Top-level names of the absolute, non-standard-library imports in ``path`` (a module, or a
+    notebook's code cells), each mapped to whether it is optional (inside a ``try`` whose handler
+    catches ``ImportError``)."""
+    if path.suffix == ".ipynb":
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        tree = ast.parse("\n".join(TransformerManager().transform_cell("".join(c["source"])) for c in cells))
+    else:
+        tree = ast.parse(path.read_text())
+    optional = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+            h.type is None or re.search(r"\b(ImportError|ModuleNotFoundError)\b", ast.unparse(h.type))
+            for h in node.handlers
+        ):
+            optional |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    found: dict[str, bool] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        for top in {n.split(".")[0] for n in names}:
+            if top not in sys.stdlib_module_names and top != "bertflow_mini":
+                found[top] = found.get(top, True) and id(node) in optional
+    return found
+
+
+def declared(requirements: list[str]) -> set[str]:
+    return {canonicalize_name(Requirement(r).name) for r in requirements}
+
+
+def test_declared_dependencies_cover_every_import_of_the_package():
+    core = declared(PYPROJECT["project"]["dependencies"])
+    book = declared(PYPROJECT["project"]["optional-dependencies"]["book"])
+    distributions = importlib.metadata.packages_distributions()  # import name -> installed distributions
+    missing, used = [], set()
+    for module in sorted((REPO / "bertflow_mini").glob("*.py")):
+        allowed = core | book if module.stem in BOOK_TOOLS else core
+        for name, optional in third_party_imports(module).items():
+            dists = {canonicalize_name(d) for d in distributions.get(name, [])}
+            if optional and not dists:
+                continue  # an optional import of something not installed here (ipywidgets outside Colab)
+            assert dists, f"{module.name} imports {name}, which no installed distribution provides"
+            used |= dists
+            if not optional and not dists & allowed:
+                missing.append(f"{module.name}: {name} ({', '.join(sorted(dists))})")
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"
+    assert core <= used, f"declared but never imported: {sorted(core - used)}"
+
+
+def test_every_chapter_imports_only_what_the_colab_install_brings():
+    """In Colab the install cell brings the package's core dependencies; IPython is Colab's own."""
+    core = declared(PYPROJECT["project"]["dependencies"]) | {"ipython"}
+    distributions = importlib.metadata.packages_distributions()
+    for chapter in CHAPTERS:
+        for name, optional in third_party_imports(chapter).items():
+            dists = {canonicalize_name(d) for d in distributions.get(name, [])}
+            assert optional or dists & core, f"{chapter.name} imports {name} ({dists}), not a core dependency"
+
+
+def test_the_import_scan_sees_optional_and_required_imports(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "import os\nimport numpy as np\nfrom scipy.stats import spearmanr\nfrom . import x\n"
+        "try:\n    import ipywidgets\nexcept ImportError:\n    pass\n"
+        "def f():\n    import torch.nn\n"
+    )
+    assert third_party_imports(tmp_path / "m.py") == {"numpy": False, "scipy": False, "ipywidgets": True,
+                                                      "torch": False}
