@@ -1,35 +1,38 @@
-"""Representation degeneration (Gao et al., ICLR 2019), made small enough to watch happen on a CPU.
+"""Representation degeneration (Gao et al., ICLR 2019): the theorem's pieces, small enough to check.
 
-Gao et al. explain why word embeddings trained through a softmax end up in a narrow cone, rare words
-farthest out. Take the cross-entropy loss of one context with hidden state ``h`` and target ``y``::
+Gao et al. explain why word embeddings trained through a softmax with tied weights end up in a narrow
+cone. The cross-entropy of one position with softmax input ``h`` and target ``y`` is::
 
-    −log softmax(W h)_y = −w_yᵀh + log Σ_j exp(w_jᵀh)
+    −log softmax(W h + b)_y = −(w_yᵀh + b_y) + log Σ_j exp(w_jᵀh + b_j)
 
-A token ``x`` that is never (or rarely) a target only ever appears inside the log-sum-exp, so its
-gradient is ``Σ_i p(x|h_i) h_i``: descent pushes ``w_x`` *away from every hidden state at once*. If the
-hidden states all lie on one side of a hyperplane through the origin (the origin is not in their
-convex hull), there is a direction ``u`` with ``uᵀh_i < 0`` for all ``i``, the loss keeps falling along
-``u`` and ``‖w_x‖`` grows without bound. All rare tokens feel the same push, so they drift the same way.
+A token ``x`` that is never a target only ever appears inside the log-sum-exp, so descent pushes
+``w_x`` away from every hidden state at once (and, in BERT, its output bias ``b_x`` down). Their
+Theorem 1: the uniformly negative directions ``{u : uᵀh_i < 0 for all i}`` form a convex set (A), and
+when there is one, the unseen token's loss has no finite minimiser: it falls to its infimum along any
+such direction (B). Which direction gradient descent takes — the max-margin one, ``−p/‖p‖`` for the
+hull's point ``p`` nearest the origin — is Soudry et al. (2018)'s result for logistic losses on
+separable data, which this loss is.
 
-Four pieces, in the order of the chapter:
+Pieces, in the order of Chapter 4 (``book/04-representation-degeneration.ipynb``):
 
-(a) the convex-hull condition and one unseen token (:func:`origin_in_convex_hull`,
-    :func:`unseen_token_dynamics`, :func:`make_hidden_states`);
-(b) a whole Zipf-distributed vocabulary in a softmax toy (:func:`train_zipf_softmax`);
-(c) a tiny BERT trained from scratch with masked language modelling (:func:`train_tiny_mlm`);
-(d) Gao et al.'s remedy, a penalty on the mean pairwise cosine (:func:`cosine_regularizer`).
+(a) the convex hull and one unseen token, with or without an output bias
+    (:func:`origin_in_convex_hull`, :func:`min_norm_point`, :func:`optimal_direction`,
+    :func:`make_hidden_states`, :func:`unseen_token_dynamics`);
+(b) the hyperplane every LayerNorm output lies on, and the margin it guarantees
+    (:func:`layernorm_separator`);
+(c) Gao et al.'s remedy, a penalty on the mean pairwise cosine (:func:`cosine_regularizer`), and a
+    Zipf-distributed softmax toy to try it on in seconds (:func:`train_zipf_softmax`).
+
+The measurements on the book's pretrained checkpoints live in :mod:`bertflow_mini.token_geometry`.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import scipy.optimize
 import scipy.special
-import scipy.stats
 import torch
 import torch.nn.functional as F
 
@@ -118,49 +121,95 @@ def make_hidden_states(n: int, d: int, origin_inside: bool, seed: int = 0, margi
 
 @dataclass
 class UnseenTokenRun:
-    """Trajectory of an unseen token's embedding ``w`` under gradient descent (index = step, 0 = init)."""
+    """Trajectory of an unseen token under gradient descent (index = step, 0 = init).
 
-    norms: np.ndarray            # ‖w_t‖
-    loss: np.ndarray             # mean_i log(1 + exp(w_tᵀh_i − c_i)): the part of the loss that depends on w
-    cos_to_final: np.ndarray     # cosine(w_t, w_final)
-    cos_to_optimal: np.ndarray   # cosine(w_t, u*), NaN when the origin is inside the hull (no u* exists)
-    w: np.ndarray                # final embedding
-    u: np.ndarray | None         # optimal direction u* (None when the origin is inside)
+    With ``bias=True`` the parameter is ``(w, b)``: the embedding and the token's output bias.
+    """
+
+    norms: np.ndarray  # ‖w_t‖ (the embedding only, never the bias)
+    loss: np.ndarray  # mean_i log(1 + exp(w_tᵀh_i + b_t − c_i)): the part of the loss that moves
+    cos_to_final: np.ndarray  # cosine of the parameter at step t with the final one
+    cos_to_optimal: np.ndarray  # cosine with the max-margin direction; NaN when there is none
+    w: np.ndarray  # final embedding
+    u: np.ndarray | None  # max-margin direction of the parameter (length d, or d + 1 with a bias)
+    biases: np.ndarray | None = None  # b_t, when the token has a bias
+
+
+def with_bias_column(H: np.ndarray) -> np.ndarray:
+    """``[H, 1]``: a bias ``b`` is the weight of a constant feature, ``wᵀh + b = (w, b)ᵀ(h, 1)``."""
+    H = check_matrix(H, "H")
+    return np.hstack([H, np.ones((len(H), 1))])
 
 
 def unseen_token_dynamics(
-    H: np.ndarray, W_seen: np.ndarray, steps: int = 5000, lr: float = 1.0, seed: int = 0, init_scale: float = 0.1
+    H: np.ndarray,
+    W_seen: np.ndarray,
+    steps: int = 5000,
+    lr: float = 1.0,
+    seed: int = 0,
+    init_scale: float = 0.1,
+    *,
+    bias: bool = False,
 ) -> UnseenTokenRun:
-    """Gradient descent on the embedding ``w`` of a token that is never a target.
+    """Gradient descent on the embedding ``w`` (and with ``bias=True`` the bias ``b``, from 0) of a
+    token that is never a target.
 
     The hidden states ``H`` (n×d) and the seen tokens' embeddings ``W_seen`` (V×d) stay fixed. With
     ``c_i = log Σ_j exp(w_jᵀh_i)`` over the seen tokens, the cross-entropy of context ``i`` is
-    ``−w_{y_i}ᵀh_i + c_i + log(1 + exp(wᵀh_i − c_i))`` — only the last term involves ``w``, and it does not
-    depend on which seen token was the target. Its gradient is ``mean_i σ(wᵀh_i − c_i) h_i``.
+    ``−w_{y_i}ᵀh_i + c_i + log(1 + exp(wᵀh_i + b − c_i))`` — only the last term involves ``(w, b)``,
+    and it does not depend on which seen token was the target. Its gradient is
+    ``mean_i σ(wᵀh_i + b − c_i) (h_i, 1)``: with a bias, descent runs on the points ``(h_i, 1)``.
     """
     H = check_matrix(H, "H")
     W_seen = check_matrix(W_seen, "W_seen", dim=H.shape[1])
     if steps < 1 or lr <= 0:
         raise ValueError(f"need steps >= 1 and lr > 0, got steps={steps}, lr={lr}")
     c = scipy.special.logsumexp(H @ W_seen.T, axis=1)
+    X = with_bias_column(H) if bias else H
     w = np.random.default_rng(seed).normal(size=H.shape[1]) * init_scale
-    ws = np.empty((steps + 1, H.shape[1]))
+    w = np.append(w, 0.0) if bias else w
+    ws = np.empty((steps + 1, X.shape[1]))
     loss = np.empty(steps + 1)
     for t in range(steps + 1):
-        z = H @ w - c
+        z = X @ w - c
         ws[t], loss[t] = w, np.logaddexp(0.0, z).mean()
         if t < steps:
-            w = w - lr * (H.T @ scipy.special.expit(z)) / len(H)
-    norms = np.linalg.norm(ws, axis=1)
-    unit = ws / np.maximum(norms[:, None], 1e-300)
-    u = None if origin_in_convex_hull(H) else optimal_direction(H)
+            w = w - lr * (X.T @ scipy.special.expit(z)) / len(X)
+    full = np.linalg.norm(ws, axis=1)
+    unit = ws / np.maximum(full[:, None], 1e-300)
+    u = None if origin_in_convex_hull(X) else optimal_direction(X)
+    d = H.shape[1]
     return UnseenTokenRun(
-        norms=norms, loss=loss, cos_to_final=unit @ unit[-1],
-        cos_to_optimal=np.full(steps + 1, np.nan) if u is None else unit @ u, w=w, u=u,
+        norms=np.linalg.norm(ws[:, :d], axis=1), loss=loss, cos_to_final=unit @ unit[-1],
+        cos_to_optimal=np.full(steps + 1, np.nan) if u is None else unit @ u, w=w[:d], u=u,
+        biases=ws[:, d].copy() if bias else None,
     )
 
 
-# ============================================================================ (d) the cosine regulariser
+# ============================================================================ (b) LayerNorm's hyperplane
+
+
+def layernorm_separator(gain: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, float]:
+    """A unit ``u`` and a margin ``m ≥ 0`` with ``uᵀh = −m`` for *every* output ``h`` of a LayerNorm.
+
+    ``LN(a) = g ⊙ z + β`` with ``1ᵀz = 0`` for every input, so with ``v = 1 ⊘ g`` every output has
+    ``vᵀh = vᵀβ``: one affine hyperplane. ``u = −sign(vᵀβ) v/‖v‖`` gives ``m = |vᵀβ|/‖v‖``: a margin
+    that holds for all inputs at once, hence a lower bound on the margin of any particular set of
+    outputs (:func:`min_norm_point` computes that one). ``m = 0`` when ``vᵀβ = 0``: no guarantee.
+    """
+    g = np.asarray(gain, dtype=np.float64)
+    beta = np.asarray(shift, dtype=np.float64)
+    if g.ndim != 1 or g.shape != beta.shape:
+        raise ValueError(f"gain {g.shape} and shift {beta.shape} must be 1-D of equal length")
+    if not (np.isfinite(g).all() and np.isfinite(beta).all()) or (g == 0).any():
+        raise ValueError("gain and shift must be finite, and no gain may be 0")
+    v = 1.0 / g
+    s = v @ beta
+    u = -(np.sign(s) or 1.0) * v / np.linalg.norm(v)
+    return u, float(abs(s) / np.linalg.norm(v))
+
+
+# ============================================================================ (c) the cosine regulariser
 
 
 def cosine_regularizer(E: torch.Tensor) -> torch.Tensor:
@@ -180,7 +229,7 @@ def cosine_regularizer(E: torch.Tensor) -> torch.Tensor:
     return (s @ s - (U * U).sum()) / (n * (n - 1))
 
 
-# ============================================================================ (b) a Zipf vocabulary
+# ============================================================================ (c) a Zipf vocabulary
 
 
 @dataclass
@@ -218,7 +267,8 @@ def train_zipf_softmax(
     them of "pull" gradients — and minimise the corpus cross-entropy (full batch on the count matrix)
     with Adam, plus ``cosine_reg ×`` :func:`cosine_regularizer` of ``W``. Adam, as in real language-model
     training, moves a parameter at a similar pace whatever the size of its gradient, so the rare tokens'
-    small but one-sided push shows within a few hundred steps. ``threads`` as in :func:`train_tiny_mlm`.
+    small but one-sided push shows within a few hundred steps. ``threads``: torch CPU threads
+    during training (``None`` keeps torch's setting).
 
     What to look at afterwards: against frequency (``counts``), the norm of each row of ``W``, its
     k-NN distance (:func:`bertflow_mini.frequency.knn`) and its projection on the mean context vector
@@ -255,174 +305,3 @@ def train_zipf_softmax(
             opt.step()
     return ZipfRun(W=Wp.detach().numpy().copy(), H=Hp.detach().numpy().copy(), counts=counts_cx.sum(axis=0),
                    zipf_p=zipf_p, history=pd.DataFrame(rows))
-
-
-# ============================================================================ (c) a tiny BERT, from scratch
-
-
-@dataclass
-class MLMRun:
-    """A tiny masked language model and what happened to its word embeddings during training.
-
-    The model's vocabulary is restricted to the tokens of the corpus: row ``r`` of its embedding matrix
-    is the tokenizer's token ``token_ids[r]``. Rows ``0 … n_special−1`` are [PAD], [UNK], [CLS], [SEP], [MASK].
-    """
-
-    model: torch.nn.Module       # transformers.BertForMaskedLM, input and output embeddings tied
-    token_ids: np.ndarray        # tokenizer id of each model row
-    counts: np.ndarray           # corpus count of each model row's token (0 for the special rows)
-    n_special: int
-    history: pd.DataFrame        # step, loss (mean MLM loss since the previous row), mean_cosine, spearman_freq_norm
-    seconds: float               # wall time of the training loop
-
-    @property
-    def embeddings(self) -> np.ndarray:
-        """The word embeddings of the corpus tokens (special rows dropped), aligned with ``counts[n_special:]``."""
-        return self.model.get_input_embeddings().weight.detach().numpy()[self.n_special:].copy()
-
-
-def _embedding_geometry(E: torch.Tensor, counts: np.ndarray) -> tuple[float, float]:
-    """Mean pairwise cosine, and Spearman(corpus frequency, norm), of the corpus-token rows."""
-    E = E.detach()
-    rho = scipy.stats.spearmanr(counts, E.norm(dim=1).numpy()).statistic
-    return float(cosine_regularizer(E)), float(rho)
-
-
-def _mask_tokens(ids: torch.Tensor, eligible: torch.Tensor, mask_id: int, first_word: int, vocab: int,
-                 gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's masking: pick 15% of the eligible positions (at least one per sequence); of those, 80% become
-    [MASK], 10% a random corpus token, 10% stay. Returns (corrupted ids, chosen positions)."""
-    score = torch.rand(ids.shape, generator=gen).masked_fill(~eligible, 2.0)
-    chosen = score < 0.15
-    first = score.argmin(dim=1)                       # every sequence predicts at least one token
-    chosen[torch.arange(len(ids)), first] |= eligible[torch.arange(len(ids)), first]
-    r = torch.rand(ids.shape, generator=gen)
-    corrupted = ids.clone()
-    corrupted[chosen & (r < 0.8)] = mask_id
-    swap = chosen & (r >= 0.8) & (r < 0.9)
-    corrupted[swap] = torch.randint(first_word, vocab, (int(swap.sum()),), generator=gen)
-    return corrupted, chosen
-
-
-def _mlm_loop(model, ids: torch.Tensor, eligible: torch.Tensor, counts: np.ndarray, n_sp: int, mask_id: int, *,
-              steps: int, batch_size: int, lr: float, seed: int, track_every: int, cosine_reg: float,
-              progress: bool) -> pd.DataFrame:
-    """The training loop of :func:`train_tiny_mlm`; returns the tracked history."""
-    emb = model.get_input_embeddings().weight
-    attention = ids != 0
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    gen = torch.Generator().manual_seed(seed)
-    order, pos, window, history = torch.randperm(len(ids), generator=gen), 0, [], []
-    model.train()
-
-    def record(step: int) -> None:  # the geometry now, and the mean loss since the last record
-        cos, rho = _embedding_geometry(emb[n_sp:], counts[n_sp:])
-        loss_now = float(np.mean(window)) if window else float("nan")
-        history.append({"step": step, "loss": loss_now, "mean_cosine": cos, "spearman_freq_norm": rho})
-        window.clear()
-
-    for step in tqdm(range(steps), disable=not progress, desc="tiny MLM"):
-        if step % track_every == 0:
-            record(step)
-        if pos + batch_size > len(order):                      # next epoch
-            order, pos = torch.randperm(len(ids), generator=gen), 0
-        batch = order[pos: pos + batch_size]
-        pos += batch_size
-        width = int(attention[batch].sum(dim=1).max())          # trim the padding this batch does not need
-        b_ids, b_att = ids[batch, :width], attention[batch, :width]
-        corrupted, chosen = _mask_tokens(b_ids, eligible[batch, :width], mask_id, n_sp, emb.shape[0], gen)
-        hidden = model.bert(input_ids=corrupted, attention_mask=b_att.long()).last_hidden_state
-        loss = F.cross_entropy(model.cls(hidden[chosen]), b_ids[chosen])   # output layer only where predicted
-        total = loss + cosine_reg * cosine_regularizer(emb[n_sp:]) if cosine_reg else loss
-        opt.zero_grad()
-        total.backward()
-        opt.step()
-        window.append(loss.item())
-    record(steps)
-    model.eval()
-    return pd.DataFrame(history)
-
-
-def train_tiny_mlm(
-    sentences: Sequence[str],
-    tokenizer,
-    *,
-    hidden: int = 64,
-    layers: int = 2,
-    heads: int = 2,
-    steps: int = 300,
-    batch_size: int = 64,
-    max_length: int = 32,
-    lr: float = 2e-3,
-    seed: int = 0,
-    track_every: int = 25,
-    cosine_reg: float = 0.0,
-    dropout: float = 0.0,
-    threads: int | None = 1,
-    progress: bool = True,
-) -> MLMRun:
-    """Pre-train a tiny BERT (``transformers.BertForMaskedLM``) on ``sentences`` and track its embeddings.
-
-    As in BERT: input and output embeddings are tied, 15% of tokens are selected with the 80/10/10 rule,
-    AdamW (weight decay 0.01). Differences, for a run of a minute on a CPU: the vocabulary is restricted
-    to the tokens that occur in the corpus (ids remapped, and the 10% random replacements drawn from
-    them). That shrinks the softmax from 30522 rows to a few thousand; the rows left out belong to tokens
-    that are never a target, which the softmax could only push away (part (a)), and which the measures
-    ignore anyway. The output layer is evaluated only at the selected positions, the learning rate is
-    constant, there is no next-sentence task, and dropout is off by default.
-
-    Every ``track_every`` steps we record the mean MLM loss, the mean pairwise cosine of the corpus
-    tokens' embeddings and the Spearman correlation of their corpus frequency with their norm.
-    ``cosine_reg = γ`` adds ``γ ×`` :func:`cosine_regularizer` of those embeddings to the loss.
-    Deterministic for a given ``seed``.
-
-    ``threads``: torch CPU threads during training (restored afterwards). A model this small runs as
-    fast on one thread, and on a CPU shared with other work extra threads can make it ten times slower;
-    ``None`` keeps torch's setting.
-    """
-    from transformers import BertConfig, BertForMaskedLM
-
-    if steps < 1 or batch_size < 1 or track_every < 1:
-        raise ValueError("steps, batch_size and track_every must be positive")
-    specials = [tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.cls_token_id,
-                tokenizer.sep_token_id, tokenizer.mask_token_id]
-    if None in specials or len(set(specials)) != 5:
-        raise ValueError("the tokenizer needs distinct [PAD], [UNK], [CLS], [SEP] and [MASK] tokens (a BERT tokenizer)")
-    encoded = tokenizer(list(sentences), truncation=True, max_length=max_length)["input_ids"]
-    encoded = [seq for seq in encoded if any(t not in specials for t in seq)]
-    if not encoded:
-        raise ValueError("no sentence has any token besides [CLS]/[SEP]; pass non-empty sentences")
-
-    # Remap the tokenizer's ids onto a small vocabulary: the 5 special tokens (new ids 0-4, in the order
-    # of `specials`), then the corpus tokens.
-    flat = np.concatenate([np.asarray(seq) for seq in encoded])
-    corpus_ids = np.setdiff1d(np.unique(flat), specials)
-    token_ids = np.concatenate([specials, corpus_ids]).astype(np.int64)
-    remap = np.full(max(len(tokenizer), int(token_ids.max()) + 1), 1, dtype=np.int64)   # unknown -> [UNK]
-    remap[token_ids] = np.arange(len(token_ids))
-    counts = np.bincount(remap[flat], minlength=len(token_ids))
-    counts[: len(specials)] = 0
-    n_sp, vocab = len(specials), len(token_ids)
-
-    length = max(len(seq) for seq in encoded)
-    ids = torch.zeros((len(encoded), length), dtype=torch.int64)            # [PAD] is row 0
-    for i, seq in enumerate(encoded):
-        ids[i, : len(seq)] = torch.as_tensor(remap[np.asarray(seq)])
-    eligible = ids >= n_sp                                                  # never predict [CLS]/[SEP]/[PAD]/[UNK]
-
-    config = BertConfig(
-        vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-        intermediate_size=4 * hidden, max_position_embeddings=max(max_length, length), type_vocab_size=1,
-        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, pad_token_id=0,
-        tie_word_embeddings=True,
-    )
-    with torch.random.fork_rng(devices=[]), torch_threads(threads):
-        torch.manual_seed(seed)                  # weight init (and dropout, if any) without touching global state
-        model = BertForMaskedLM(config)
-        assert model.get_output_embeddings().weight is model.get_input_embeddings().weight, "embeddings must be tied"
-        t0 = time.perf_counter()
-        history = _mlm_loop(model, ids, eligible, counts, n_sp, mask_id=specials.index(tokenizer.mask_token_id),
-                            steps=steps, batch_size=batch_size, lr=lr, seed=seed, track_every=track_every,
-                            cosine_reg=cosine_reg, progress=progress)
-        seconds = time.perf_counter() - t0
-    return MLMRun(model=model, token_ids=token_ids, counts=counts, n_special=n_sp, history=history, seconds=seconds)

@@ -1,4 +1,5 @@
-"""Tests for bertflow_mini.degeneration: hull LP, unseen-token dynamics, cosine regulariser, Zipf toy, tiny MLM."""
+"""Tests for bertflow_mini.degeneration: hull LP, unseen-token dynamics (with and without a bias),
+LayerNorm's separating hyperplane, cosine regulariser, Zipf toy."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,15 +9,15 @@ import torch
 
 from bertflow_mini.degeneration import (
     cosine_regularizer,
+    layernorm_separator,
     make_hidden_states,
     min_norm_point,
     optimal_direction,
     origin_in_convex_hull,
-    train_tiny_mlm,
     train_zipf_softmax,
     unseen_token_dynamics,
+    with_bias_column,
 )
-
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -102,7 +103,82 @@ def test_unseen_token_gradient_matches_autograd():
     np.testing.assert_allclose(run.w, (w0 - lr * w0.grad).detach().numpy(), rtol=1e-10)
 
 
-# ----------------------------------------------------------------------------- (d) cosine regulariser
+# ----------------------------------------------------------------------------- with an output bias
+
+def test_with_a_bias_the_unseen_token_escapes_through_b_even_with_the_origin_inside():
+    H = make_hidden_states(50, 5, origin_inside=True, seed=0)
+    W_seen = np.random.default_rng(1).normal(size=(20, 5))
+    plain = unseen_token_dynamics(H, W_seen, steps=20000, lr=1.0, seed=0)
+    biased = unseen_token_dynamics(H, W_seen, steps=20000, lr=1.0, seed=0, bias=True)
+    assert biased.biases[0] == 0 and np.all(np.diff(biased.biases) < 0)   # the bias only ever falls
+    assert biased.biases[-1] < -5 and biased.norms.max() < 10.0           # b runs off, w stays bounded
+    assert biased.loss[-1] < 0.01 * plain.loss[-1]                        # a loss the embedding alone cannot reach
+    assert biased.u is not None and biased.cos_to_optimal[-1] > 0.99
+    np.testing.assert_allclose(biased.u, [0, 0, 0, 0, 0, -1], atol=1e-6)  # p* = 0: the direction is (0, -1)
+
+
+def test_lifted_hull_nearest_point_is_p_star_with_a_one_appended():
+    H = make_hidden_states(30, 4, origin_inside=False, seed=3)
+    p = min_norm_point(H)
+    np.testing.assert_allclose(min_norm_point(with_bias_column(H)), np.append(p, 1.0), atol=1e-6)
+    u = optimal_direction(with_bias_column(H))
+    np.testing.assert_allclose(u, -np.append(p, 1.0) / np.sqrt(1 + p @ p), atol=1e-6)
+
+
+def test_with_a_bias_the_ratio_of_norm_to_bias_heads_for_the_margin():
+    H = make_hidden_states(50, 3, origin_inside=False, seed=0, margin=1.0)
+    W_seen = np.random.default_rng(1).normal(size=(10, 3))
+    run = unseen_token_dynamics(H, W_seen, steps=50000, lr=1.0, seed=0, bias=True)
+    gamma = np.linalg.norm(min_norm_point(H))
+    ratios = run.norms[[5000, 50000]] / np.abs(run.biases[[5000, 50000]])
+    assert abs(ratios[1] - gamma) < abs(ratios[0] - gamma)               # converging on γ
+    assert run.cos_to_optimal[50000] > max(run.cos_to_optimal[5000], 0.98)   # towards −(p*, 1)/‖·‖
+
+
+def test_biased_gradient_step_matches_autograd():
+    H = make_hidden_states(10, 3, origin_inside=True, seed=2)
+    W_seen = np.random.default_rng(3).normal(size=(4, 3))
+    lr = 0.5
+    run = unseen_token_dynamics(H, W_seen, steps=1, lr=lr, seed=0, bias=True)
+    w0 = torch.tensor(np.random.default_rng(0).normal(size=3) * 0.1, requires_grad=True)
+    b0 = torch.zeros((), dtype=torch.float64, requires_grad=True)
+    Ht, Wt = torch.tensor(H), torch.tensor(W_seen)
+    logits = torch.cat([Ht @ Wt.T, (Ht @ w0 + b0)[:, None]], dim=1)   # seen tokens have no bias here
+    torch.nn.functional.cross_entropy(logits, torch.zeros(10, dtype=torch.long)).backward()
+    np.testing.assert_allclose(run.w, (w0 - lr * w0.grad).detach().numpy(), rtol=1e-10)
+    assert run.biases[1] == pytest.approx((b0 - lr * b0.grad).item(), rel=1e-10)
+
+
+# ----------------------------------------------------------------------------- LayerNorm's hyperplane
+
+def test_layernorm_separator_hand_case():
+    u, margin = layernorm_separator(np.ones(16), np.full(16, -0.5))
+    np.testing.assert_allclose(u, np.full(16, 0.25))                    # −sign(β)·1/√d
+    assert margin == pytest.approx(0.5 * 4.0)                            # |β|·√d
+
+
+def test_layernorm_separator_holds_for_every_output_of_a_real_layernorm():
+    gen = torch.Generator().manual_seed(0)
+    ln = torch.nn.LayerNorm(12)
+    with torch.no_grad():
+        ln.weight.copy_(torch.rand(12, generator=gen) + 0.5)
+        ln.bias.copy_(torch.randn(12, generator=gen))
+        out = ln(torch.randn(500, 12, generator=gen) * 5 - 2).double().numpy()
+    u, margin = layernorm_separator(ln.weight.detach().numpy(), ln.bias.detach().numpy())
+    assert margin > 0.05
+    np.testing.assert_allclose(out @ u, -margin, atol=1e-5)              # all on one hyperplane
+    assert np.linalg.norm(min_norm_point(out)) >= margin - 1e-6          # a lower bound on the true margin
+
+
+def test_layernorm_separator_without_shift_guarantees_nothing_and_rejects_bad_input():
+    assert layernorm_separator(np.ones(4), np.zeros(4))[1] == 0.0
+    with pytest.raises(ValueError, match="gain"):
+        layernorm_separator(np.array([1.0, 0.0]), np.zeros(2))
+    with pytest.raises(ValueError, match="1-D"):
+        layernorm_separator(np.ones(3), np.zeros(4))
+
+
+# ----------------------------------------------------------------------------- (c) cosine regulariser
 
 def test_cosine_regularizer_equals_brute_force():
     E = torch.randn(37, 9, generator=torch.Generator().manual_seed(0), dtype=torch.float64) + 0.5
@@ -124,7 +200,7 @@ def test_cosine_regularizer_rejects_bad_input():
         cosine_regularizer(torch.ones(1, 3))
 
 
-# ----------------------------------------------------------------------------- (b) Zipf toy
+# ----------------------------------------------------------------------------- (c) Zipf toy
 
 def test_zipf_toy_rare_tokens_drift_against_the_contexts():
     run = train_zipf_softmax(vocab_size=300, dim=8, n_contexts=60, steps=150, n_samples=4000, seed=0)
@@ -140,89 +216,7 @@ def test_zipf_toy_rare_tokens_drift_against_the_contexts():
 
 
 def test_zipf_toy_cosine_regularizer_spreads_embeddings():
-    kw = dict(vocab_size=300, dim=8, n_contexts=60, steps=150, n_samples=4000, seed=0)
+    kw = {"vocab_size": 300, "dim": 8, "n_contexts": 60, "steps": 150, "n_samples": 4000, "seed": 0}
     plain = train_zipf_softmax(**kw).history["mean_cosine"].iloc[-1]
     reg = train_zipf_softmax(**kw, cosine_reg=1.0).history["mean_cosine"].iloc[-1]
     assert reg < plain - 0.02
-
-
-# ----------------------------------------------------------------------------- (c) tiny MLM
-
-WORDS = ("the a man woman dog cat child boy girl horse is runs plays eats sleeps walks sits "
-         "on in under near park field street house ball food grass happy small big quickly").split()
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    """A real BertTokenizerFast over a small vocabulary (plus words the corpus never uses)."""
-    from transformers import BertTokenizerFast
-
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "unusedword", "another"] + WORDS
-    folder = tmp_path_factory.mktemp("tok")
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    return BertTokenizerFast.from_pretrained(folder)
-
-
-def corpus(n: int = 300, seed: int = 0) -> list[str]:
-    """Simple sentences with Zipf-like word choice, so some words are frequent and some rare."""
-    rng = np.random.default_rng(seed)
-    pick = lambda ws: ws[min(int(rng.zipf(1.6)) - 1, len(ws) - 1)]
-    subj = ["man", "woman", "dog", "cat", "child", "boy", "girl", "horse"]
-    verb = ["runs", "plays", "sits", "walks", "eats", "sleeps"]
-    place = ["park", "field", "street", "house", "grass"]
-    return [f"{pick(['the', 'a'])} {pick(subj)} {pick(verb)} {pick(['in', 'on', 'near', 'under'])} "
-            f"the {pick(place)} ." for _ in range(n)]
-
-
-MLM = dict(hidden=32, layers=1, heads=2, steps=60, batch_size=32, lr=3e-3, track_every=20, progress=False)
-
-
-def test_tiny_mlm_trains_and_remaps_vocabulary(tokenizer):
-    sents = corpus()
-    run = train_tiny_mlm(sents, tokenizer, seed=0, **MLM)
-    h = run.history
-    assert list(h["step"]) == [0, 20, 40, 60]
-    assert h["loss"].iloc[-1] < h["loss"].iloc[1] - 0.3            # learning, not noise
-    used = tokenizer.convert_ids_to_tokens(run.token_ids[run.n_special:].tolist())
-    words = [w for s in sents for w in s.split()]
-    assert set(used) == set(words) and "unusedword" not in used
-    assert dict(zip(used, run.counts[run.n_special:])) == {w: words.count(w) for w in set(words)}
-    assert run.embeddings.shape == (len(used), 32)
-    model = run.model
-    assert model.get_output_embeddings().weight is model.get_input_embeddings().weight   # tied, as in BERT
-    assert model.config.vocab_size == len(run.token_ids)
-
-
-def test_tiny_mlm_is_deterministic(tokenizer):
-    kw = dict(MLM, steps=20, track_every=10)
-    a = train_tiny_mlm(corpus(100), tokenizer, seed=3, **kw)
-    b = train_tiny_mlm(corpus(100), tokenizer, seed=3, **kw)
-    c = train_tiny_mlm(corpus(100), tokenizer, seed=4, **kw)
-    assert a.history.equals(b.history)
-    np.testing.assert_array_equal(a.embeddings, b.embeddings)
-    assert not np.array_equal(a.embeddings, c.embeddings)
-
-
-def test_tiny_mlm_cosine_regularizer_lowers_mean_cosine(tokenizer):
-    kw = dict(MLM, steps=40, track_every=40)
-    plain = train_tiny_mlm(corpus(), tokenizer, seed=0, **kw).history["mean_cosine"].iloc[-1]
-    reg = train_tiny_mlm(corpus(), tokenizer, seed=0, cosine_reg=1.0, **kw).history["mean_cosine"].iloc[-1]
-    assert reg < plain - 0.1
-
-
-def test_masking_follows_the_80_10_10_rule():
-    from bertflow_mini.degeneration import _mask_tokens
-
-    gen = torch.Generator().manual_seed(0)
-    ids = torch.randint(5, 1000, (400, 50), generator=gen)
-    eligible = torch.ones_like(ids, dtype=torch.bool)
-    eligible[:, :2] = False                                            # e.g. [CLS] and padding
-    corrupted, chosen = _mask_tokens(ids, eligible, mask_id=4, first_word=5, vocab=1000, gen=gen)
-    assert not chosen[:, :2].any() and chosen.any(dim=1).all()        # only eligible, at least one per row
-    assert chosen.float().sum() / eligible.sum() == pytest.approx(0.15, abs=0.01)
-    masked = (corrupted == 4)[chosen].float().mean()
-    swapped = ((corrupted != ids) & (corrupted != 4))[chosen].float().mean()
-    kept = (corrupted == ids)[chosen].float().mean()
-    assert masked == pytest.approx(0.8, abs=0.02) and swapped == pytest.approx(0.1, abs=0.015)
-    assert kept == pytest.approx(0.1, abs=0.015)
-    assert (corrupted[~chosen] == ids[~chosen]).all()

@@ -1,0 +1,142 @@
+"""Tests for bertflow_mini.token_geometry: a checkpoint's output layer, its cone measures, count groups,
+the softmax inputs, and the share of uniformly negative directions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+from conftest import TOKENIZER_DIR, need
+
+from bertflow_mini import token_geometry as tg
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def tiny_mlm(vocab: int = 30522, hidden: int = 8, tie: bool = True, seed: int = 0):
+    """A randomly initialised BertForMaskedLM, tiny, with a non-zero output bias."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=16, max_position_embeddings=64, tie_word_embeddings=tie)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = BertForMaskedLM(config).eval()
+        with torch.no_grad():
+            model.cls.predictions.bias.normal_()
+    return model
+
+
+def layer_from(E: np.ndarray, bias: np.ndarray, counts: np.ndarray, special: list[int]) -> tg.OutputLayer:
+    mask = np.zeros(len(counts), dtype=bool)
+    mask[special] = True
+    return tg.OutputLayer("hand", np.asarray(E, float), np.asarray(bias, float), np.asarray(counts), mask)
+
+
+# ----------------------------------------------------------------------------- the output layer
+def test_output_layer_reads_the_tied_decoder_and_bias():
+    model = tiny_mlm(vocab=50)
+    counts = np.arange(50) % 3  # 0, 1, 2, 0, 1, 2, …
+    layer = tg.output_layer(model, counts, special_ids=[0, 3])
+    np.testing.assert_array_equal(layer.embeddings, model.bert.embeddings.word_embeddings.weight.detach().double())
+    np.testing.assert_array_equal(layer.bias, model.cls.predictions.decoder.bias.detach().double())
+    assert layer.seen.sum() == (counts > 0).sum() and not layer.seen[[0, 3]].any()
+    assert layer.unseen.sum() == (counts == 0).sum() - 2 and not layer.unseen[[0, 3]].any()
+    assert not (layer.seen & layer.unseen).any()
+
+
+def test_output_layer_rejects_untied_models_and_wrong_counts():
+    with pytest.raises(ValueError, match="not tied"):
+        tg.output_layer(tiny_mlm(vocab=50, tie=False), np.ones(50), [0])
+    with pytest.raises(ValueError, match="one entry per token"):
+        tg.output_layer(tiny_mlm(vocab=50), np.ones(49), [0])
+
+
+def test_load_output_layer_reads_a_checkpoint_folder_with_its_counts(tmp_path):
+    need(TOKENIZER_DIR)
+    from transformers import AutoTokenizer
+
+    model = tiny_mlm()
+    model.save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(TOKENIZER_DIR).save_pretrained(tmp_path)
+    counts = np.random.default_rng(0).integers(0, 3, size=30522)
+    np.save(tmp_path / "token_counts.npy", counts)
+    layer = tg.load_output_layer(str(tmp_path))
+    np.testing.assert_array_equal(layer.counts, counts)
+    np.testing.assert_allclose(layer.bias, model.cls.predictions.bias.detach().double().numpy())
+    assert set(np.flatnonzero(layer.special)) == {0, 100, 101, 102, 103}  # [PAD] [UNK] [CLS] [SEP] [MASK]
+
+
+# ----------------------------------------------------------------------------- measures
+def test_top_singular_share_matches_an_svd_and_hand_cases():
+    X = np.random.default_rng(0).normal(size=(200, 10)) + 3.0
+    s2 = np.linalg.svd(X, compute_uv=False) ** 2
+    assert tg.top_singular_share(X, 1) == pytest.approx(s2[0] / s2.sum(), rel=1e-10)
+    assert tg.top_singular_share(X, 3) == pytest.approx(s2[:3].sum() / s2.sum(), rel=1e-10)
+    assert tg.top_singular_share(np.outer(np.arange(1, 6), [1.0, -2.0, 0.5]), 1) == pytest.approx(1.0)
+    assert tg.top_singular_share(np.eye(4), 1) == pytest.approx(0.25)  # isotropic: k/d
+    with pytest.raises(ValueError, match="k must be"):
+        tg.top_singular_share(X, 11)
+
+
+def test_geometry_leaves_out_special_tokens_and_splits_seen_from_unseen():
+    rng = np.random.default_rng(0)
+    E = rng.normal(size=(40, 6))
+    E[0] = 1e6  # a special row that would dominate every measure if it were counted
+    counts = np.r_[0, rng.integers(0, 20, size=39)]
+    bias = rng.normal(size=40)
+    layer = layer_from(E, bias, counts, special=[0])
+    row = tg.geometry(layer)
+    norms = np.linalg.norm(E, axis=1)
+    seen, unseen = counts > 0, counts == 0
+    unseen[0] = False
+    assert row["norm seen"] == pytest.approx(norms[seen].mean())
+    assert row["norm unseen"] == pytest.approx(norms[unseen].mean())
+    assert row["bias unseen"] == pytest.approx(bias[unseen].mean())
+    assert row["Spearman(count, norm)"] == pytest.approx(scipy.stats.spearmanr(counts[seen], norms[seen]).statistic)
+    assert row["top-1 singular share"] == pytest.approx(tg.top_singular_share(E[1:]))
+    assert abs(row["mean cosine"]) < 0.1  # Gaussian rows; the 1e6 row would make it ≈ 0.4 if kept
+    table = tg.geometry_table({"a": layer, "b": layer})
+    assert list(table.index) == ["a", "b"] and table.loc["b", "norm seen"] == row["norm seen"]
+
+
+def test_count_groups_by_hand():
+    E = np.array([[9.0, 9.0], [1, 0], [0, 2], [3, 0], [0, 4], [5, 0], [0, 6], [7, 0]])
+    counts = np.array([0, 0, 0, 1, 1, 50, 50, 50])  # token 0 is special
+    bias = np.arange(8.0)
+    groups = tg.count_groups(layer_from(E, bias, counts, special=[0]), edges=(0, 1, 2, 10))
+    assert list(groups.index) == ["unseen (0)", "1", "≥ 10"]  # the empty 2–9 group is left out
+    assert groups["tokens"].tolist() == [2, 2, 3]
+    np.testing.assert_allclose(groups["mean norm"], [1.5, 3.5, 6.0])
+    np.testing.assert_allclose(groups["mean bias"], [1.5, 3.5, 6.0])
+    assert groups.loc["unseen (0)", "mean cosine within"] == pytest.approx(0.0)  # (1, 0) ⟂ (0, 2)
+    with pytest.raises(ValueError, match="increasing"):
+        tg.count_groups(layer_from(E, bias, counts, special=[0]), edges=(0, 10, 2))
+
+
+def test_negative_direction_share_by_hand():
+    H = np.array([[1.0, 0.0], [1.0, 1.0]])
+    W = np.array([[-1.0, 0.0], [-1.0, 0.5], [0.0, -1.0], [-1.0, -1.0]])
+    assert tg.negative_direction_share(W, H) == pytest.approx(0.75)  # not row 2: h₁·w = 0
+    with pytest.raises(ValueError, match="width"):
+        tg.negative_direction_share(W, np.ones((2, 3)))
+
+
+# ----------------------------------------------------------------------------- softmax inputs
+def test_softmax_inputs_give_the_models_own_logits():
+    need(TOKENIZER_DIR)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    model = tiny_mlm()
+    sentences = ["a man plays the guitar .", "the cat sits", "dogs run in a green field today"]
+    H = tg.softmax_inputs(model, tokenizer, sentences)
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    assert H.shape == (int(batch["attention_mask"].sum()), 8)  # one row per real token, padding left out
+    with torch.no_grad():
+        logits = model(**batch).logits[batch["attention_mask"].bool()].double().numpy()
+    E = model.get_input_embeddings().weight.detach().double().numpy()
+    b = model.cls.predictions.bias.detach().double().numpy()
+    np.testing.assert_allclose(H @ E.T + b, logits, atol=1e-4)
+    with pytest.raises(ValueError, match="at least one"):
+        tg.softmax_inputs(model, tokenizer, [])
