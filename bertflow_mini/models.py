@@ -21,15 +21,25 @@ pooling            hidden states averaged (then masked mean)   note
 ``first-last-avg`` ``[1]`` and ``[-1]``                         what BERT-flow's "last2avg" really was
 ``last2avg``       ``[-2]`` and ``[-1]``                        the last two layers, as the name says
 ``(i, j, ...)``    ``[i]``, ``[j]``, ...                        explicit ``hidden_states`` indices
+``max``, ``min``   ``[-1]``, element-wise max / min             sentence-transformers' max pooling
 =================  =========================================  =======================================
 
-Padding never enters an average: every mean is over the attention mask.
+The general form ``"<tokens>-last<k>-<combine>"`` spans the whole grid: ``<tokens>`` is how one
+layer's token vectors become one vector (``cls``, ``mean``, ``max``, ``min``), ``k`` how many of the
+last transformer layers are used, and ``<combine>`` whether their pooled vectors are averaged
+(``avg``, width ``d``) or concatenated (``concat``, width ``k·d``, lower layer first). Tokens are
+pooled layer by layer, then combined: ``"max-last2-avg"`` is the mean of two per-layer maxima.
+``"mean-last1-avg"`` is ``last-avg`` and ``"mean-last2-avg"`` is ``last2avg``.
+
+Padding never enters a pooling: every mean, max and min is over the attention mask ([CLS] and
+[SEP] included, as in BERT-flow's code and sentence-transformers).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -53,7 +63,10 @@ HUB_IDS: dict[str, str] = {
 }
 #: The offline model the book's committed outputs were produced with.
 CONTRAST_MODEL = "all-MiniLM-L6-v2"  # fine-tuned for similarity: the book's contrast
-POOLINGS = ("cls", "last-avg", "first-last-avg", "last2avg")
+POOLINGS = ("cls", "last-avg", "first-last-avg", "last2avg", "max", "min")
+TOKEN_POOLINGS = ("cls", "mean", "max", "min")  # one layer's tokens -> one vector
+LAYER_COMBINES = ("avg", "concat")  # several layers' vectors -> one vector
+_GRID = re.compile(r"^(?P<tokens>cls|mean|max|min)-last(?P<k>\d+)-(?P<combine>avg|concat)$")
 HUB_URL = "https://huggingface.co/{}"
 
 
@@ -74,8 +87,10 @@ def resolve_model(name: str) -> str:
     mirror = os.environ.get("BERTFLOW_MODELS")
     if mirror and (Path(mirror) / short_name(name)).is_dir():
         return str((Path(mirror) / short_name(name)).resolve())
-    from . import pretrain
+    from . import pretrain, simcse
 
+    if simcse.parse_name(short_name(name)) is not None:  # "<base>+simcse": fine-tuned on demand
+        return str(simcse.checkpoint(short_name(name)))
     if pretrain.parse_name(short_name(name)) is not None:
         return str(pretrain.checkpoint(short_name(name)))
     return HUB_IDS.get(short_name(name), name)
@@ -208,25 +223,69 @@ def load_encoder(name: str, device: str | None = None) -> Encoder:
 # --------------------------------------------------------------------------------------------
 # Pooling
 # --------------------------------------------------------------------------------------------
-def pooling_layers(pooling: Pooling, n_layers: int) -> tuple[int, ...]:
-    """The ``hidden_states`` indices (0 = embedding output) that ``pooling`` averages, made non-negative."""
+@dataclass(frozen=True)
+class PoolingSpec:
+    """What a pooling name means: how tokens are pooled, which layers, and how layers combine."""
+
+    tokens: str  # one of TOKEN_POOLINGS
+    layers: tuple[int, ...]  # hidden_states indices, non-negative (0 = embedding output)
+    combine: str = "avg"  # one of LAYER_COMBINES
+
+
+def _named_pooling(pooling: str, n_layers: int) -> PoolingSpec | None:
+    L = n_layers
     named = {
-        "cls": (n_layers,),
-        "last-avg": (n_layers,),
-        "first-last-avg": (1, n_layers),
-        "last2avg": (n_layers - 1, n_layers),
+        "cls": PoolingSpec("cls", (L,)),
+        "last-avg": PoolingSpec("mean", (L,)),
+        "first-last-avg": PoolingSpec("mean", (1, L)),
+        "last2avg": PoolingSpec("mean", (L - 1, L)),
+        "max": PoolingSpec("max", (L,)),
+        "min": PoolingSpec("min", (L,)),
     }
-    if isinstance(pooling, str):
-        if pooling not in named:
-            raise ValueError(f"unknown pooling {pooling!r}; use one of {POOLINGS} or a tuple of layer indices")
+    if pooling in named:
         return named[pooling]
+    m = _GRID.match(pooling)
+    if m is None:
+        return None
+    k = int(m["k"])
+    if not 1 <= k <= L:
+        raise ValueError(f"pooling {pooling!r}: a model with {L} layers has last1 … last{L}")
+    return PoolingSpec(m["tokens"], tuple(range(L - k + 1, L + 1)), m["combine"])
+
+
+def parse_pooling(pooling: Pooling, n_layers: int) -> PoolingSpec:
+    """The :class:`PoolingSpec` of a pooling name or of a tuple of ``hidden_states`` indices (a
+    tuple means: masked mean of each, averaged). Unknown names and bad indices are a ``ValueError``."""
+    if isinstance(pooling, str):
+        spec = _named_pooling(pooling, n_layers)
+        if spec is None:
+            raise ValueError(
+                f"unknown pooling {pooling!r}; use one of {POOLINGS}, "
+                "'<cls|mean|max|min>-last<k>-<avg|concat>' or a tuple of layer indices"
+            )
+        return spec
     layers = tuple(int(i) for i in pooling)
     if not layers:
         raise ValueError("pooling needs at least one layer index")
     for i in layers:
         if not -(n_layers + 1) <= i <= n_layers:
             raise ValueError(f"layer index {i} out of range for {n_layers} layers (+1 embedding output)")
-    return tuple(i % (n_layers + 1) for i in layers)
+    return PoolingSpec("mean", tuple(i % (n_layers + 1) for i in layers))
+
+
+def pooling_grid(n_layers: int) -> list[str]:
+    """Every ``"<tokens>-last<k>-<combine>"`` name for a model of ``n_layers`` layers."""
+    return [
+        f"{t}-last{k}-{c}"
+        for t in TOKEN_POOLINGS
+        for c in LAYER_COMBINES
+        for k in range(1, n_layers + 1)
+    ]
+
+
+def pooling_layers(pooling: Pooling, n_layers: int) -> tuple[int, ...]:
+    """The ``hidden_states`` indices (0 = embedding output) that ``pooling`` reads, made non-negative."""
+    return parse_pooling(pooling, n_layers).layers
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -235,13 +294,37 @@ def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
 
 
+def masked_max(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Element-wise max over the positions where ``mask`` (b, t) is 1 of ``hidden`` (b, t, d)."""
+    fill = torch.finfo(hidden.dtype).min
+    return hidden.masked_fill(mask.unsqueeze(-1) == 0, fill).amax(1)
+
+
+def masked_min(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Element-wise min over the positions where ``mask`` (b, t) is 1 of ``hidden`` (b, t, d)."""
+    return -masked_max(-hidden, mask)
+
+
+_TOKEN_POOL = {
+    "cls": lambda h, mask: h[:, 0],
+    "mean": masked_mean,
+    "max": masked_max,
+    "min": masked_min,
+}
+
+
+def _combine(vectors: Sequence[torch.Tensor], combine: str) -> torch.Tensor:
+    """Average (``avg``) or concatenate (``concat``, along the last axis) per-layer vectors."""
+    if combine == "avg":
+        return torch.stack(list(vectors)).mean(0)
+    return torch.cat(list(vectors), dim=-1)
+
+
 def pool(hidden_states: Sequence[torch.Tensor], mask: torch.Tensor, pooling: Pooling) -> torch.Tensor:
     """Turn one batch of ``hidden_states`` (as returned with ``output_hidden_states=True``) into sentence vectors."""
-    n_layers = len(hidden_states) - 1
-    if pooling == "cls":
-        return hidden_states[-1][:, 0]
-    layers = pooling_layers(pooling, n_layers)
-    return torch.stack([masked_mean(hidden_states[i], mask) for i in layers]).mean(0)
+    spec = parse_pooling(pooling, len(hidden_states) - 1)
+    per_layer = [_TOKEN_POOL[spec.tokens](hidden_states[i], mask) for i in spec.layers]
+    return _combine(per_layer, spec.combine)
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,9 +342,14 @@ def _check_sentences(sentences: Sequence[str]) -> list[str]:
     return sentences
 
 
-def _cache_file(encoder: Encoder, unique: list[str], max_length: int) -> Path:
+#: What each cache entry holds (part of its key): the means every pooling of the papers needs, and
+#: the per-layer CLS / max / min vectors only the wider grid of poolings asks for.
+MEANS, EXTREMES = "layer-means+cls", "layer-cls+max+min"
+
+
+def _cache_file(encoder: Encoder, unique: list[str], max_length: int, content: str = MEANS) -> Path:
     digest = hashlib.sha256("\x1e".join(unique).encode("utf-8")).hexdigest()
-    key = json.dumps([encoder.name, encoder.fingerprint, "layer-means+cls", max_length, digest, len(unique)])
+    key = json.dumps([encoder.name, encoder.fingerprint, content, max_length, digest, len(unique)])
     name = f"{encoder.name}-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npy"
     return cache_dir("embeddings") / name
 
@@ -282,38 +370,70 @@ def _load_cached(path: Path, shape: tuple[int, ...]) -> np.ndarray | None:
     return arr
 
 
-def _run_model(encoder: Encoder, sentences: list[str], max_length: int, batch_size: int, progress: bool) -> np.ndarray:
-    """One forward pass over ``sentences`` in length-sorted batches, keeping what every pooling needs:
-    the masked mean of each of the ``n_layers + 1`` hidden states, and the last layer's [CLS] vector.
-    Returns shape ``(n_layers + 2, len(sentences), dim)``; index ``n_layers + 1`` is CLS."""
+def _forward(encoder: Encoder, sentences: list[str], max_length: int, batch_size: int, progress: bool,
+             summarise, shape: tuple[int, ...]) -> np.ndarray:
+    """One forward pass over ``sentences`` in length-sorted batches; ``summarise(hidden_states, mask)``
+    turns each batch into an array of shape ``shape[:-2] + (batch, dim)`` stored along axis -2."""
     tok = encoder.tokenizer
     lengths = [len(x) for x in tok(sentences, truncation=True, max_length=max_length)["input_ids"]]
     order = np.argsort([-n for n in lengths], kind="stable")  # longest first: padding waste is minimal
-    out = np.empty((encoder.n_layers + 2, len(sentences), encoder.dim), dtype=np.float32)
+    out = np.empty(shape, dtype=np.float32)
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     with torch.inference_mode():
         for idx in tqdm(batches, desc=f"encoding ({encoder.name})", disable=not progress, unit="batch"):
             batch = tok([sentences[i] for i in idx], padding=True, truncation=True,
                         max_length=max_length, return_tensors="pt").to(encoder.device)
             hs = encoder.model(**batch, output_hidden_states=True).hidden_states
-            means = [masked_mean(h, batch["attention_mask"]) for h in hs]
-            out[:, idx] = torch.stack(means + [hs[-1][:, 0]]).float().cpu().numpy()
+            out[..., idx, :] = summarise(hs, batch["attention_mask"]).float().cpu().numpy()
     return out
 
 
-def _layer_summary(
-    encoder: Encoder, unique: list[str], max_length: int, batch_size: int, cache: bool, progress: bool
-) -> np.ndarray:
-    """:func:`_run_model`'s output for ``unique``, from the disk cache when it holds it.
+def _run_model(encoder: Encoder, sentences: list[str], max_length: int, batch_size: int, progress: bool) -> np.ndarray:
+    """One forward pass over ``sentences`` in length-sorted batches, keeping what every pooling needs:
+    the masked mean of each of the ``n_layers + 1`` hidden states, and the last layer's [CLS] vector.
+    Returns shape ``(n_layers + 2, len(sentences), dim)``; index ``n_layers + 1`` is CLS."""
+    def summarise(hs, mask):
+        return torch.stack([masked_mean(h, mask) for h in hs] + [hs[-1][:, 0]])
 
-    One forward pass yields every pooling, so one cache entry serves them all: it is keyed by
-    (model, weights fingerprint, ``max_length``, the sentences) and the pooling is applied on load.
+    shape = (encoder.n_layers + 2, len(sentences), encoder.dim)
+    return _forward(encoder, sentences, max_length, batch_size, progress, summarise, shape)
+
+
+def _run_model_extremes(
+    encoder: Encoder, sentences: list[str], max_length: int, batch_size: int, progress: bool
+) -> np.ndarray:
+    """One forward pass keeping every layer's [CLS] vector and masked max and min over tokens:
+    shape ``(3, n_layers + 1, len(sentences), dim)``, the first axis in the order cls, max, min."""
+    def summarise(hs, mask):
+        return torch.stack([torch.stack([f(h, mask) for h in hs]) for f in _EXTREMES.values()])
+
+    shape = (len(_EXTREMES), encoder.n_layers + 1, len(sentences), encoder.dim)
+    return _forward(encoder, sentences, max_length, batch_size, progress, summarise, shape)
+
+
+_EXTREMES = {"cls": _TOKEN_POOL["cls"], "max": masked_max, "min": masked_min}
+
+
+def _layer_summary(
+    encoder: Encoder, unique: list[str], max_length: int, batch_size: int, cache: bool, progress: bool,
+    content: str = MEANS,
+) -> np.ndarray:
+    """:func:`_run_model`'s output for ``unique`` (or :func:`_run_model_extremes`'s, when ``content``
+    is :data:`EXTREMES`), from the disk cache when it holds it.
+
+    One forward pass yields every pooling of its kind, so one cache entry serves them all: it is keyed
+    by (model, weights fingerprint, content, ``max_length``, the sentences) and the pooling is applied
+    on load. The means (the papers' poolings) and the extremes (max, min, per-layer CLS) are separate
+    entries, so the grid's extra pass is paid only by those who ask for it.
     """
-    path = _cache_file(encoder, unique, max_length)
-    shape = (encoder.n_layers + 2, len(unique), encoder.dim)
+    path = _cache_file(encoder, unique, max_length, content)
+    if content == MEANS:
+        shape, run = (encoder.n_layers + 2, len(unique), encoder.dim), _run_model
+    else:
+        shape, run = (len(_EXTREMES), encoder.n_layers + 1, len(unique), encoder.dim), _run_model_extremes
     summary = _load_cached(path, shape) if cache else None
     if summary is None:
-        summary = _run_model(encoder, unique, max_length, batch_size, progress)
+        summary = run(encoder, unique, max_length, batch_size, progress)
         if cache:
             with atomic_path(path) as tmp:
                 with open(tmp, "wb") as f:
@@ -335,13 +455,29 @@ def _encode(
 
         return glove_embed(unique, encoder.glove).astype(np.float32)[inverse]
     L = encoder.n_layers
-    layers = None if pooling in (None, "cls") else pooling_layers(pooling, L)  # validate before any work
+    spec = None if pooling is None else parse_pooling(pooling, L)  # validate before any work
+    if spec is not None and _needs_extremes(spec, L):
+        extremes = _layer_summary(encoder, unique, max_length, batch_size, cache, progress, EXTREMES)
+        per_layer = extremes[list(_EXTREMES).index(spec.tokens)][list(spec.layers)]
+        return _pooled(per_layer, spec.combine)[inverse]
     summary = _layer_summary(encoder, unique, max_length, batch_size, cache, progress)
-    if pooling is None:
+    if spec is None:
         return np.ascontiguousarray(summary[: L + 1][:, inverse])
-    if pooling == "cls":
+    if spec.tokens == "cls":  # the last layer's CLS: kept with the means, no extra pass
         return np.ascontiguousarray(summary[L + 1][inverse])
-    return summary[list(layers)].mean(0, dtype=np.float32)[inverse]
+    return _pooled(summary[list(spec.layers)], spec.combine)[inverse]
+
+
+def _needs_extremes(spec: PoolingSpec, n_layers: int) -> bool:
+    """Max, min, and CLS of any layer but the last are not in the means' cache entry."""
+    return spec.tokens in ("max", "min") or (spec.tokens == "cls" and spec.layers != (n_layers,))
+
+
+def _pooled(per_layer: np.ndarray, combine: str) -> np.ndarray:
+    """``(k, n, d)`` per-layer vectors → ``(n, d)`` (``avg``) or ``(n, k·d)`` (``concat``), float32."""
+    if combine == "avg":
+        return per_layer.mean(0, dtype=np.float32)
+    return np.concatenate(list(per_layer), axis=1).astype(np.float32, copy=False)
 
 
 def encode(

@@ -8,7 +8,11 @@ the log-probabilities up to a per-context constant ``λ_c`` (the log of the part
 
 with ``PMI(x, c) = log p(x, c) / (p(x) p(c))``. The ``log p(x)`` term is why word frequency leaks into
 the geometry of ``w_x``. Here we check the identity on a joint distribution we know exactly
-(:func:`make_joint`), then on word co-occurrences from real sentences (:func:`cooccurrence`).
+(:func:`make_joint`), then on word co-occurrences from real sentences (:func:`cooccurrence`),
+always judged on counts the model did not train on (:func:`fit_report`, :func:`cross_entropy`):
+a training-set fit rewards memorising the sample. :func:`regress_logits_on_terms` fits PMI and
+``log p(x)`` with a slope each; :func:`neighbour_table` labels a word's nearest neighbours by how
+they relate in the counts. The real MLM head is probed in :mod:`bertflow_mini.mlm_probe`.
 
 Convention throughout: matrices are ``(n_contexts, n_tokens)``; row ``c`` is a context, column ``x`` a token.
 """
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
+import pandas as pd
 import scipy.special
 import scipy.stats
 import torch
@@ -215,24 +220,29 @@ def simple_words(sentence: str) -> list[str]:
 
 def cooccurrence(
     sentences: Sequence[str], window: int = 2, min_count: int = 5,
-    tokenizer: Callable[[str], list[str]] | None = None,
+    tokenizer: Callable[[str], list[str]] | None = None, vocab: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Word2vec-style co-occurrence counts ``N[c, x]``: how often word ``x`` is within ``window`` of ``c``.
 
     Sentences are split with ``tokenizer`` (default :func:`simple_words`; pass e.g. a Hugging Face
     tokenizer's ``.tokenize`` for word pieces). Only words occurring at least ``min_count`` times are
     kept, ordered by frequency (ties alphabetically); rarer words are dropped *before* windows are taken,
-    as word2vec does. The matrix is symmetric: rows (centres) and columns (context words) share the
-    vocabulary. Returns ``(counts, vocab)``.
+    as word2vec does. Pass ``vocab`` (e.g. a training split's) to count over exactly those words instead,
+    in that order — how held-out counts are made comparable. The matrix is symmetric: rows (centres)
+    and columns (context words) share the vocabulary. Returns ``(counts, vocab)``.
     """
     if window < 1 or min_count < 1:
         raise ValueError(f"window and min_count must be >= 1, got {window} and {min_count}")
     split = tokenizer or simple_words
     docs = [split(s) for s in sentences]
-    freq = Counter(w for doc in docs for w in doc)
-    vocab = sorted((w for w, n in freq.items() if n >= min_count), key=lambda w: (-freq[w], w))
+    if vocab is None:
+        freq = Counter(w for doc in docs for w in doc)
+        vocab = sorted((w for w, n in freq.items() if n >= min_count), key=lambda w: (-freq[w], w))
+    vocab = list(vocab)
     if not vocab:
         raise ValueError(f"no word occurs {min_count} times or more")
+    if len(set(vocab)) != len(vocab):
+        raise ValueError("vocab has repeated words")
     index = {w: i for i, w in enumerate(vocab)}
     centre, context = [], []
     for doc in docs:
@@ -242,3 +252,99 @@ def cooccurrence(
             context += [ids[offset:], ids[:-offset]]
     counts = counts_matrix(np.concatenate(centre), np.concatenate(context), len(vocab), len(vocab))
     return counts, vocab
+
+
+# ----------------------------------------------------------------------------- held-out fit
+
+
+def cross_entropy(logits: np.ndarray, counts: np.ndarray) -> float:
+    """Mean cross-entropy (nats per pair) of ``p(x|c) = softmax_x(logits[c])`` on the pairs ``counts``.
+
+    On counts the model was *not* trained on, this is the held-out loss: it can only go down by learning
+    the distribution, not the sample. Its floor is the true conditional entropy ``H(x|c)``.
+    """
+    L = check_matrix(logits, "logits")
+    N = check_matrix(counts, "counts", dim=L.shape[1])
+    if N.shape != L.shape or (N < 0).any() or N.sum() <= 0:
+        raise ValueError(f"counts must be non-negative, not all zero, of shape {L.shape}; got {N.shape}")
+    return float(-(N * scipy.special.log_softmax(L, axis=1)).sum() / N.sum())
+
+
+def conditional_entropy(joint: np.ndarray) -> float:
+    """``H(x|c) = −Σ p(c, x) log p(x|c)`` in nats: the best cross-entropy any model can reach."""
+    P = _probabilities(joint, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = P * (np.log(P) - np.log(P.sum(axis=1, keepdims=True)))
+    return float(-np.nansum(terms))
+
+
+def fit_report(model: SoftmaxModel, train: np.ndarray, held_out: np.ndarray) -> dict[str, float]:
+    """Training fit against held-out fit of one model: ``R²`` of its logits on each sample's empirical
+    ``log p(x|c)`` (:func:`regress_logits_on_pmi`) and its cross-entropy on each sample."""
+    L = model.logits()
+    fits = {name: regress_logits_on_pmi(L, pmi_matrix(N), log_marginal(N))
+            for name, N in (("train", train), ("held-out", held_out))}
+    return {
+        "R² train": fits["train"]["r2"], "R² held-out": fits["held-out"]["r2"],
+        "loss train": cross_entropy(L, train), "loss held-out": cross_entropy(L, held_out),
+    }
+
+
+# ----------------------------------------------------------------------------- neighbours
+
+
+def nearest_words(vectors: np.ndarray, vocab: Sequence[str], word: str, k: int = 5) -> list[str]:
+    """The ``k`` words whose rows of ``vectors`` have the highest cosine with ``word``'s (itself excluded)."""
+    X = check_matrix(vectors, "vectors")
+    if len(vocab) != len(X):
+        raise ValueError(f"{len(vocab)} words but {len(X)} vectors")
+    if word not in vocab:
+        raise ValueError(f"{word!r} is not in the vocabulary")
+    X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    q = list(vocab).index(word)
+    sims = X @ X[q]
+    sims[q] = -np.inf
+    return [vocab[j] for j in np.argsort(-sims, kind="stable")[:k]]
+
+
+def neighbour_table(vectors: np.ndarray, counts: np.ndarray, vocab: Sequence[str],
+                    words: Sequence[str], k: int = 5) -> pd.DataFrame:
+    """For each of ``words``: its ``k`` nearest words by cosine of ``vectors``, each labelled
+    ``co-occur`` (PMI > 0 in ``counts``: syntagmatic, a shared topic or phrase) or ``substitute``
+    (never more often than chance together: paradigmatic, neighbours because they fill the same slots)."""
+    P = pmi_matrix(counts)
+    index = {w: i for i, w in enumerate(vocab)}
+    rows = []
+    for word in words:
+        for rank, other in enumerate(nearest_words(vectors, vocab, word, k), start=1):
+            relation = "co-occur" if P[index[word], index[other]] > 0 else "substitute"
+            rows.append({"word": word, "rank": rank, "neighbour": other, "relation": relation})
+    return pd.DataFrame(rows)
+
+
+def regress_logits_on_terms(logits: np.ndarray, terms: dict[str, np.ndarray]) -> dict:
+    """Fit ``logits[c, x] ≈ Σ_k a_k · terms[k][c, x] + λ_c``: one slope per term, a free constant
+    per context (removed, as in :func:`regress_logits_on_pmi`, by centring each context's row over
+    the cells where every term is finite). Returns ``slopes`` (a dict), ``r2`` and ``n_cells``.
+
+    With ``terms = {"PMI": pmi, "log p(x)": log_px}`` this asks how much of the logits is the
+    context-specific part and how much is frequency, instead of forcing the two slopes to be equal.
+    """
+    L = check_matrix(logits, "logits")
+    if not terms:
+        raise ValueError("need at least one term")
+    T = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), L.shape) for k, v in terms.items()}
+    ok = np.logical_and.reduce([np.isfinite(v) for v in T.values()])
+    if ok.sum() <= len(T) + 1:
+        raise ValueError("too few cells where every term is finite")
+
+    def centred(M: np.ndarray) -> np.ndarray:
+        M = np.where(ok, M, 0.0)
+        return (M - M.sum(axis=1, keepdims=True) / np.maximum(ok.sum(axis=1, keepdims=True), 1))[ok]
+
+    y = centred(L)
+    X = np.column_stack([centred(v) for v in T.values()])
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ coef
+    return {"slopes": dict(zip(T, coef.tolist())), "r2": float(1 - resid @ resid / (y @ y)),
+            "n_cells": int(ok.sum())}

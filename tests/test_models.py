@@ -7,7 +7,16 @@ import pytest
 import torch
 
 from bertflow_mini import models
-from bertflow_mini.models import encode, encode_layers, load_encoder, pooling_layers, resolve_model
+from bertflow_mini.models import (
+    encode,
+    encode_layers,
+    load_encoder,
+    parse_pooling,
+    pool,
+    pooling_grid,
+    pooling_layers,
+    resolve_model,
+)
 
 SENTENCES = [
     "A man is playing a guitar.",
@@ -30,6 +39,9 @@ def hand_pooled(enc, sentence: str) -> dict:
         hs = enc.model(**batch, output_hidden_states=True).hidden_states
     n_tokens = batch["input_ids"].shape[1]
     mean = lambda h: sum(h[0, t] for t in range(n_tokens)) / n_tokens  # noqa: E731
+    # element-wise max / min by explicit comparison, token after token
+    big = lambda h: torch.tensor([max(float(h[0, t, j]) for t in range(n_tokens)) for j in range(h.shape[2])])  # noqa: E731
+    small = lambda h: torch.tensor([min(float(h[0, t, j]) for t in range(n_tokens)) for j in range(h.shape[2])])  # noqa: E731
     L = len(hs) - 1
     return {
         "cls": hs[L][0, 0],
@@ -37,6 +49,13 @@ def hand_pooled(enc, sentence: str) -> dict:
         "first-last-avg": (mean(hs[1]) + mean(hs[L])) / 2,
         "last2avg": (mean(hs[L - 1]) + mean(hs[L])) / 2,
         (0, L): (mean(hs[0]) + mean(hs[L])) / 2,
+        "max": big(hs[L]),
+        "min": small(hs[L]),
+        "max-last2-avg": (big(hs[L - 1]) + big(hs[L])) / 2,
+        "min-last2-concat": torch.cat([small(hs[L - 1]), small(hs[L])]),
+        "mean-last2-concat": torch.cat([mean(hs[L - 1]), mean(hs[L])]),
+        "cls-last2-avg": (hs[L - 1][0, 0] + hs[L][0, 0]) / 2,
+        "cls-last2-concat": torch.cat([hs[L - 1][0, 0], hs[L][0, 0]]),
     }
 
 
@@ -76,7 +95,11 @@ def test_tiny_bert_loads_offline_with_a_weights_fingerprint(tiny, tiny_bert_dir)
     assert again.fingerprint == tiny.fingerprint and len(tiny.fingerprint) == 16
 
 
-@pytest.mark.parametrize("pooling", ["cls", "last-avg", "first-last-avg", "last2avg", (0, -1)])
+GRID_SAMPLE = ["max", "min", "max-last2-avg", "min-last2-concat", "mean-last2-concat", "cls-last2-avg",
+               "cls-last2-concat"]
+
+
+@pytest.mark.parametrize("pooling", ["cls", "last-avg", "first-last-avg", "last2avg", (0, -1)] + GRID_SAMPLE)
 def test_poolings_match_a_hand_computation_despite_padding(tiny, pooling):
     # Encoded together, the short sentences are padded to the long one's length; the result must
     # equal each sentence run alone with a plain Python mean over its own tokens.
@@ -145,6 +168,38 @@ def test_named_poolings_pick_the_layers_of_a_12_layer_bert():
             pooling_layers(bad, 12)
 
 
+def test_the_pooling_grid_names_every_combination_once():
+    grid = pooling_grid(4)
+    assert len(grid) == len(set(grid)) == 4 * 2 * 4  # tokens x (avg, concat) x last 1..4
+    assert parse_pooling("mean-last1-avg", 4) == parse_pooling("last-avg", 4)
+    assert parse_pooling("mean-last2-avg", 4) == parse_pooling("last2avg", 4)
+    assert parse_pooling("max", 4) == parse_pooling("max-last1-avg", 4)
+    assert parse_pooling("cls-last3-concat", 4).layers == (2, 3, 4)
+    assert parse_pooling("min-last4-concat", 4).combine == "concat"
+    for bad in ["max-last0-avg", "max-last5-avg", "median", "mean-last2-sum", "MAX"]:
+        with pytest.raises(ValueError):
+            parse_pooling(bad, 4)
+
+
+def test_concatenation_is_wider_and_averaging_is_its_mean(tiny):
+    cat = encode(tiny, SENTENCES, "max-last2-concat", cache=False, progress=False)
+    avg = encode(tiny, SENTENCES, "max-last2-avg", cache=False, progress=False)
+    assert cat.shape == (len(SENTENCES), 2 * tiny.dim) and avg.shape == (len(SENTENCES), tiny.dim)
+    np.testing.assert_allclose((cat[:, : tiny.dim] + cat[:, tiny.dim :]) / 2, avg, atol=1e-6)
+    mx, mn = (encode(tiny, SENTENCES, p, cache=False, progress=False) for p in ("max", "min"))
+    mean = encode(tiny, SENTENCES, "last-avg", cache=False, progress=False)
+    assert (mn <= mean + 1e-6).all() and (mean <= mx + 1e-6).all()  # a mean lies between min and max
+
+
+@pytest.mark.parametrize("pooling", ["last-avg", "cls", "first-last-avg"] + GRID_SAMPLE)
+def test_pool_on_a_padded_batch_agrees_with_encode(tiny, pooling):
+    batch = tiny.tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hs = tiny.model(**batch, output_hidden_states=True).hidden_states
+    got = pool(hs, batch["attention_mask"], pooling).numpy()
+    np.testing.assert_allclose(got, encode(tiny, SENTENCES, pooling, cache=False, progress=False), atol=1e-5)
+
+
 def test_order_duplicates_and_batch_size_do_not_change_vectors(tiny):
     sents = SENTENCES + [SENTENCES[0]]
     a = encode(tiny, sents, "last-avg", batch_size=2, cache=False, progress=False)
@@ -183,6 +238,24 @@ def test_cache_is_used_keyed_and_rebuilt_when_corrupt(tiny, monkeypatch):
         encode(tiny, SENTENCES, "last-avg", max_length=16, progress=False)
     with pytest.raises(AssertionError):  # so is another set of sentences
         encode(tiny, SENTENCES[:2], "last-avg", progress=False)
+
+    # max, min and other layers' CLS live in a second entry, written once, on first use
+    real_extremes = models._run_model_extremes
+    monkeypatch.setattr(models, "_run_model_extremes", no_model)
+    with pytest.raises(AssertionError):
+        encode(tiny, SENTENCES, "max", progress=False)
+    monkeypatch.setattr(models, "_run_model_extremes", real_extremes)
+    monkeypatch.setattr(models, "_run_model", real_run)
+    extreme_fresh = {p: encode(tiny, SENTENCES, p, cache=False, progress=False)
+                     for p in ("max", "min", "cls-last2-concat")}
+    encode(tiny, SENTENCES, "max", progress=False)
+    assert len(list(models.cache_dir("embeddings").glob("tiny-bert-*.npy"))) == 2
+    monkeypatch.setattr(models, "_run_model", no_model)
+    monkeypatch.setattr(models, "_run_model_extremes", no_model)
+    for p, want in extreme_fresh.items():
+        np.testing.assert_array_equal(encode(tiny, SENTENCES, p, progress=False), want)
+    np.testing.assert_array_equal(encode(tiny, SENTENCES, "last-avg", progress=False), first)
+    monkeypatch.setattr(models, "_run_model_extremes", real_extremes)
     monkeypatch.setattr(models, "_run_model", real_run)
 
     files[0].write_bytes(b"\x93NUMPY garbage")  # a truncated write from some older crash
@@ -194,7 +267,7 @@ def test_cache_is_used_keyed_and_rebuilt_when_corrupt(tiny, monkeypatch):
 
 @pytest.mark.parametrize(
     "bad, pooling",
-    [([], "last-avg"), ("just one string", "last-avg"), (["ok", 3], "last-avg"), (["ok"], "max"), (["ok"], (7,))],
+    [([], "last-avg"), ("just one string", "last-avg"), (["ok", 3], "last-avg"), (["ok"], "median"), (["ok"], (7,)), (["ok"], "max-last9-avg")],
 )
 def test_bad_input_is_a_value_error(tiny, bad, pooling):
     with pytest.raises(ValueError):

@@ -124,3 +124,82 @@ def test_model_on_cooccurrence_counts():
     model = train_softmax_on_counts(counts, dim=4, steps=300, lr=0.05, seed=0)
     out = regress_logits_on_pmi(model.logits(), pmi_matrix(counts), log_marginal(counts))
     assert out["r2"] > 0.9 and out["spearman"] > 0.8
+
+
+# ----------------------------------------------------------------------------- held-out fit, neighbours
+
+
+def test_cross_entropy_by_hand_and_its_floor():
+    from bertflow_mini.pmi import conditional_entropy, cross_entropy
+
+    counts = np.array([[3, 1], [0, 4]])
+    uniform = np.zeros((2, 2))
+    assert cross_entropy(uniform, counts) == pytest.approx(np.log(2))
+    J = make_joint(5, 7, rank=2, seed=3)
+    truth = np.log(J / J.sum(axis=1, keepdims=True))
+    # scipy's entropy of each row of p(x|c), weighted by p(c): an independent oracle for H(x|c)
+    import scipy.stats
+
+    oracle = float((J.sum(axis=1) * scipy.stats.entropy(J / J.sum(axis=1, keepdims=True), axis=1)).sum())
+    assert conditional_entropy(J) == pytest.approx(oracle)
+    assert cross_entropy(truth, J) == pytest.approx(oracle)  # the true model reaches the floor
+    assert cross_entropy(truth + 5.0, J) == pytest.approx(oracle)  # λ_c shifts change nothing
+    assert cross_entropy(uniform + np.arange(2), counts) > cross_entropy(np.log([[.75, .25], [.01, .99]]), counts)
+    with pytest.raises(ValueError):
+        cross_entropy(uniform, np.zeros((2, 2)))
+
+
+def test_fit_report_tells_memorisation_from_learning():
+    from bertflow_mini.pmi import SoftmaxModel, fit_report
+
+    J = make_joint(10, 15, rank=2, seed=0)
+    train = counts_matrix(*sample_corpus(J, 3000, seed=0), 10, 15)
+    held = counts_matrix(*sample_corpus(J, 3000, seed=1), 10, 15)
+    # a "model" that memorised the training sample: its logits are the sample's own log p(x|c)
+    memo = np.log(np.maximum(train, 1e-3) / train.sum(axis=1, keepdims=True))
+    rep = fit_report(SoftmaxModel(H=memo, W=np.eye(15), b=None, losses=np.zeros(1)), train, held)
+    assert rep["R² train"] > 0.999 and rep["R² held-out"] < 0.9
+    assert rep["loss held-out"] > rep["loss train"]
+    truth = np.log(J / J.sum(axis=1, keepdims=True))
+    true_rep = fit_report(SoftmaxModel(H=truth, W=np.eye(15), b=None, losses=np.zeros(1)), train, held)
+    assert true_rep["loss held-out"] < rep["loss held-out"]  # the truth generalises, the memory does not
+
+
+def test_cooccurrence_with_a_given_vocabulary():
+    counts, vocab = cooccurrence(["a b c", "a x b"], window=1, min_count=1, vocab=["b", "a"])
+    assert vocab == ["b", "a"]  # kept in the order given; "c" and "x" are dropped before windows
+    np.testing.assert_array_equal(counts, [[0, 2], [2, 0]])  # "a b" twice (x dropped first)
+    with pytest.raises(ValueError, match="repeated"):
+        cooccurrence(["a b"], vocab=["a", "a"])
+
+
+def test_nearest_words_and_their_relation_labels():
+    from bertflow_mini.pmi import nearest_words, neighbour_table
+
+    vocab = ["cat", "dog", "car", "kitten"]
+    X = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [1.0, 0.05]])
+    assert nearest_words(X, vocab, "cat", k=2) == ["kitten", "dog"]
+    with pytest.raises(ValueError):
+        nearest_words(X, vocab, "zebra")
+    # cat and dog appear together often; cat and kitten never do
+    counts = np.array([[0, 9, 1, 0], [9, 0, 1, 1], [1, 1, 0, 3], [0, 1, 3, 0]])
+    table = neighbour_table(X, counts, vocab, ["cat"], k=2)
+    assert table["neighbour"].tolist() == ["kitten", "dog"]
+    assert table["relation"].tolist() == ["substitute", "co-occur"]
+
+
+def test_two_term_regression_separates_pmi_from_frequency():
+    from bertflow_mini.pmi import regress_logits_on_terms
+
+    J = make_joint(12, 30, rank=3, seed=4)
+    P, lp = pmi_matrix(J), log_marginal(J)
+    lam = np.random.default_rng(1).normal(scale=3.0, size=(12, 1))
+    logits = 0.3 * P + 1.2 * lp[None, :] + lam  # a head that leans on frequency
+    out = regress_logits_on_terms(logits, {"PMI": P, "log p(x)": lp[None, :]})
+    assert out["slopes"]["PMI"] == pytest.approx(0.3) and out["slopes"]["log p(x)"] == pytest.approx(1.2)
+    assert out["r2"] == pytest.approx(1.0) and out["n_cells"] == 12 * 30
+    # the one-term fit of the same logits on PMI alone agrees with regress_logits_on_pmi
+    one = regress_logits_on_terms(logits, {"PMI": P})
+    assert one["slopes"]["PMI"] == pytest.approx(regress_logits_on_pmi(logits, P, np.zeros(30))["slope"])
+    masked = np.where(np.arange(30) < 5, -np.inf, P)  # unseen cells are left out, not fitted
+    assert regress_logits_on_terms(logits, {"PMI": masked, "f": lp})["n_cells"] == 12 * 25

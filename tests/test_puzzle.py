@@ -1,0 +1,96 @@
+"""Chapter 0's measurements: random pairs, overlap and AUC against hand cases and scipy, the
+first table's row, centring, and the pooling grid on a tiny BERT."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from bertflow_mini.puzzle import (
+    auc,
+    centred_scores,
+    mean_share,
+    overlap_coefficient,
+    pooling_grid_table,
+    random_pairs,
+    separation_row,
+)
+
+
+def test_random_pairs_never_pair_a_sentence_with_itself():
+    i, j = random_pairs(5, 20_000, seed=0)
+    assert (i != j).all() and i.min() == j.min() == 0 and i.max() == j.max() == 4
+    i2, j2 = random_pairs(5, 20_000, seed=0)
+    assert (i == i2).all() and (j == j2).all()
+    # every ordered pair (i, j), i != j, is equally likely: 20 cells, chi-square test
+    cells = np.bincount(i * 5 + j, minlength=25).reshape(5, 5)[~np.eye(5, dtype=bool)]
+    assert scipy.stats.chisquare(cells).pvalue > 1e-3
+    with pytest.raises(ValueError):
+        random_pairs(1, 3)
+
+
+def test_overlap_coefficient_by_hand():
+    a = np.full(10, 0.55)
+    assert overlap_coefficient(a, a) == pytest.approx(1.0)
+    assert overlap_coefficient(a, a - 1.0) == pytest.approx(0.0)
+    half = np.r_[np.full(5, 0.55), np.full(5, -0.55)]  # half its mass in a's bin
+    assert overlap_coefficient(a, half) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        overlap_coefficient(np.array([np.nan]), a)
+
+
+def test_auc_by_hand_and_against_the_rank_definition():
+    # pos 3 beats 1 and 2 and ties 3; pos 4 beats all three: (1 + 1 + 0.5 + 3) / 6
+    assert auc(np.array([3.0, 4.0]), np.array([1.0, 2.0, 3.0])) == pytest.approx(5.5 / 6)
+    rng = np.random.default_rng(0)
+    pos, neg = rng.normal(1, 1, 40), rng.normal(0, 1, 50)
+    brute = np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
+    assert auc(pos, neg) == pytest.approx(brute)
+    assert auc(neg, pos) == pytest.approx(1 - brute)
+
+
+def test_separation_row_on_a_hand_made_benchmark():
+    gold = np.array([5.0, 4.5, 0.5, 0.0, 2.5])
+    sims = np.array([0.9, 0.8, 0.3, 0.1, 0.5])  # perfectly ordered
+    row = separation_row(np.array([0.2, 0.0]), sims, gold)
+    assert row["sim paraphrase"] == pytest.approx(0.85) and row["sim unrelated"] == pytest.approx(0.2)
+    assert row["sim random"] == pytest.approx(0.1)
+    assert row["AUC para > unrel."] == 1.0 and row["STS-B ρ×100"] == pytest.approx(100.0)
+    assert row["OVL unrel./para"] == 0.0
+    with pytest.raises(ValueError):
+        separation_row(np.zeros(2), sims, gold[:3])
+
+
+def test_centring_and_the_mean_share():
+    a, b = np.array([[2.0, 1.0]]), np.array([[2.0, -1.0]])
+    assert centred_scores(a, b, np.array([2.0, 0.0]))[0] == pytest.approx(-1.0)  # (0,1) vs (0,-1)
+    with pytest.raises(ValueError):
+        centred_scores(a, b, np.zeros(3))
+    assert mean_share(np.array([[1.0, 1.0], [1.0, -1.0]])) == pytest.approx(0.5)
+    # Exercise 1: x = μ + e in high dimension -> mean random cosine ≈ ‖μ‖² / (‖μ‖² + s²) = 0.8
+    rng = np.random.default_rng(0)
+    d = 2000
+    X = 2.0 * np.ones(d) / np.sqrt(d) + rng.normal(0, 1 / np.sqrt(d), (400, d))
+    Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
+    cos = (Xn @ Xn.T)[np.triu_indices(400, 1)].mean()
+    assert mean_share(X) == pytest.approx(0.8, abs=0.01) and cos == pytest.approx(0.8, abs=0.01)
+
+
+def test_pooling_grid_table_on_a_tiny_bert(tiny_bert_dir, monkeypatch):
+    from bertflow_mini.data import STSPairs
+    from bertflow_mini.models import encode, load_encoder, pooling_grid
+    from bertflow_mini.sts import cosine_scores, spearman
+
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    enc = load_encoder("tiny-bert", device="cpu")
+    s1 = ["A man plays a guitar.", "A dog runs.", "The sun is up.", "Kids play ball.", "It rains."]
+    s2 = ["A man is playing guitar.", "A cat sleeps.", "It is night.", "Children play.", "A man plays a guitar."]
+    pairs = STSPairs("STSB", "test", s1, s2, np.array([5.0, 1.0, 0.5, 4.0, 0.0]), ["test"] * 5)
+    table = pooling_grid_table(enc, pairs, pooling_grid(enc.n_layers))
+    assert table.index.tolist() == ["cls", "mean", "max", "min"]
+    assert table.columns.tolist() == ["last 1 avg", "last 2 avg", "last 1 concat", "last 2 concat"]
+    # one cell recomputed directly
+    a, b = (encode(enc, s, "max-last2-concat", cache=False, progress=False) for s in (s1, s2))
+    assert table.loc["max", "last 2 concat"] == pytest.approx(spearman(cosine_scores(a, b), pairs.scores))
+    # one layer: averaging and concatenating are the same vector
+    np.testing.assert_allclose(table["last 1 avg"], table["last 1 concat"])
