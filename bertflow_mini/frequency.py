@@ -195,6 +195,7 @@ def frequency_table(
     buckets: Sequence[tuple[int, int | None]] = RANK_BUCKETS,
     frequencies: Sequence[float] | None = None,
     chunk: int = 2048,
+    unknown: str = "last",
 ) -> pd.DataFrame:
     """Table 1 of Li et al. (2020) for the embedding matrix ``E`` whose row ``i`` embeds ``words[i]``.
 
@@ -203,23 +204,17 @@ def frequency_table(
     e.g. counts from your own corpus — and grouped into rank ``buckets``. Neighbours are searched among
     all whole-word rows, as in the paper. Each cell is a mean over the words of one bucket: the ℓ2 norm,
     and, for each ``k``, the mean over the k ℓ2-nearest neighbours of the distance and of the dot product.
-    The last row, ``words``, counts the words in each bucket.
+    The last row, ``words``, counts the words in each bucket. Words of frequency 0 (unknown to
+    wordfreq, or absent from your counts) rank last with ``unknown="last"``; ``unknown="drop"``
+    leaves them out of the table and of the neighbour search (:func:`known_word_rows`).
     """
     E = check_matrix(E, "E", min_rows=2)
-    if len(words) != E.shape[0]:
-        raise ValueError(f"E has {E.shape[0]} rows but {len(words)} words were given")
     if not ks or min(ks) < 1:
         raise ValueError(f"ks must be positive integers, got {ks}")
-    keep = np.array(whole_word_vocab(words), dtype=np.int64)
+    keep, freqs = known_word_rows(E, words, frequencies, unknown)
     if len(keep) <= max(ks):
         raise ValueError(f"only {len(keep)} whole words, need more than max(ks) = {max(ks)}")
     X = E[keep]
-    if frequencies is None:
-        freqs = word_frequencies([words[i] for i in keep])
-    else:
-        if len(frequencies) != len(words):
-            raise ValueError(f"frequencies has {len(frequencies)} entries but words has {len(words)}")
-        freqs = np.asarray(frequencies, dtype=np.float64)[keep]
     which = assign_buckets(ranks_from_frequencies(freqs), buckets)
 
     nb = knn(X, max(ks), chunk=chunk)
@@ -249,19 +244,75 @@ def published_table1() -> pd.DataFrame:
                         index=_row_names((3, 5, 7)))
 
 
-def frequency_norm_correlation(E: np.ndarray, words: Sequence[str], frequencies: Sequence[float] | None = None):
+def known_word_rows(
+    E: np.ndarray, words: Sequence[str], frequencies: Sequence[float] | None = None, unknown: str = "last"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices of the whole words of ``E`` and their frequencies (wordfreq's unless given).
+
+    ``unknown="last"`` keeps words of frequency 0 (they rank last); ``unknown="drop"`` removes them —
+    e.g. the IPA letters, Cyrillic and CJK characters of BERT's vocabulary that wordfreq does not know.
+    """
+    E = check_matrix(E, "E")
+    if len(words) != E.shape[0]:
+        raise ValueError(f"E has {E.shape[0]} rows but {len(words)} words were given")
+    if unknown not in ("last", "drop"):
+        raise ValueError(f"unknown must be 'last' or 'drop', got {unknown!r}")
+    keep = np.array(whole_word_vocab(words), dtype=np.int64)
+    if frequencies is None:
+        freqs = word_frequencies([words[i] for i in keep])
+    else:
+        if len(frequencies) != len(words):
+            raise ValueError(f"frequencies has {len(frequencies)} entries but words has {len(words)}")
+        freqs = np.asarray(frequencies, dtype=np.float64)[keep]
+    if unknown == "drop":
+        keep, freqs = keep[freqs > 0], freqs[freqs > 0]
+    return keep, freqs
+
+
+def frequency_norm_correlation(
+    E: np.ndarray, words: Sequence[str], frequencies: Sequence[float] | None = None, unknown: str = "last"
+):
     """Spearman correlation between word frequency and embedding norm over the whole-word rows.
 
     Returns scipy's result, which unpacks as ``(rho, p)``. A negative ``rho`` means frequent words have
-    smaller norms, as Li et al. found for BERT. Frequencies are wordfreq's unless ``frequencies`` is given.
+    smaller norms, as Li et al. found for BERT. Frequencies are wordfreq's unless ``frequencies`` is given;
+    ``unknown`` as in :func:`known_word_rows`.
     """
     E = check_matrix(E, "E", min_rows=3)
-    if len(words) != E.shape[0]:
-        raise ValueError(f"E has {E.shape[0]} rows but {len(words)} words were given")
-    keep = np.array(whole_word_vocab(words), dtype=np.int64)
-    freqs = (word_frequencies([words[i] for i in keep]) if frequencies is None
-             else np.asarray(frequencies, dtype=np.float64)[keep])
+    keep, freqs = known_word_rows(E, words, frequencies, unknown)
     return scipy.stats.spearmanr(freqs, np.linalg.norm(E[keep], axis=1))
+
+
+def table1_comparison(
+    tables: dict[str, pd.DataFrame],
+    rows: Sequence[str] = ("mean ℓ2 norm", "k-NN ℓ2 distance, k=5", "k-NN dot product, k=5"),
+    paper: str = "paper: bert-base",
+) -> pd.DataFrame:
+    """Selected rows of several :func:`frequency_table` results, one line per (statistic, model), with
+    the paper's bert-base row first and a last column ``rare / frequent`` (last bucket ÷ first): a
+    scale-free summary of the trend, > 1 where rare words have the larger value, as in the paper."""
+    if not tables:
+        raise ValueError("table1_comparison needs at least one table")
+    everything = {paper: published_table1(), **tables}
+    missing = [r for r in rows if r not in everything[paper].index]
+    if missing:
+        raise ValueError(f"unknown rows {missing}; choose from {list(everything[paper].index[:-1])}")
+    out = pd.concat({row: pd.DataFrame({m: t.loc[row] for m, t in everything.items()}).T for row in rows})
+    out["rare / frequent"] = out.iloc[:, -1] / out.iloc[:, 0]
+    return out
+
+
+def checkpoint_token_counts(model: str) -> np.ndarray:
+    """Pretraining-corpus count of every token id, saved with a ``scratch-bert`` checkpoint
+    (``token_counts.npy``, special tokens set to 0)."""
+    from pathlib import Path
+
+    from .models import resolve_model
+
+    path = Path(resolve_model(model)) / "token_counts.npy"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: only scratch-bert checkpoints carry corpus counts")
+    return np.load(path)
 
 
 def side_by_side(ours: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -269,3 +320,40 @@ def side_by_side(ours: pd.DataFrame, name: str) -> pd.DataFrame:
     both = pd.concat({name: ours.drop(index="words"), "paper (bert-base)": published_table1().drop(index="words")},
                      axis=1)
     return both.swaplevel(axis=1)[list(ours.columns)].round(2)
+
+
+def norm_by_corpus_count(
+    E: np.ndarray,
+    E_init: np.ndarray,
+    counts: np.ndarray,
+    rows: Sequence[int],
+    edges: Sequence[int] = (0, 1, 5, 20, 100, 1000, 10_000),
+) -> pd.DataFrame:
+    """What pretraining did to each row of an embedding matrix, grouped by the token's corpus count.
+
+    For the ``rows`` (e.g. whole words) whose count falls in ``[edges[i], edges[i+1])`` (the last
+    group open-ended): how many, the mean norm before (``E_init``) and after (``E``) training, and
+    the mean pairwise cosine of their displacements ``E − E_init`` — near 1 when the rows of a group
+    all moved the same way (a common push), near 0 when each went its own way.
+    """
+    E, E_init = check_matrix(E, "E"), check_matrix(E_init, "E_init")
+    if E.shape != E_init.shape or len(counts) != len(E):
+        raise ValueError(f"E {E.shape}, E_init {E_init.shape} and counts ({len(counts)}) must agree")
+    rows = np.asarray(rows, dtype=np.int64)
+    c = np.asarray(counts)[rows]
+    D = (E - E_init)[rows].astype(np.float64)
+    out = {}
+    for lo, hi in zip(edges, list(edges[1:]) + [None]):
+        m = (c >= lo) if hi is None else (c >= lo) & (c < hi)
+        if m.sum() < 2:
+            continue
+        u = D[m] / np.maximum(np.linalg.norm(D[m], axis=1, keepdims=True), 1e-30)
+        total = u.sum(axis=0)
+        label = f"{lo}" if hi == lo + 1 else (f"≥ {lo}" if hi is None else f"{lo}–{hi - 1}")
+        out[label] = {
+            "tokens": int(m.sum()),
+            "norm before": float(np.linalg.norm(E_init[rows][m], axis=1).mean()),
+            "norm after": float(np.linalg.norm(E[rows][m], axis=1).mean()),
+            "displacements' mean cosine": float((total @ total - m.sum()) / (m.sum() * (m.sum() - 1))),
+        }
+    return pd.DataFrame(out).T.rename_axis("corpus count")

@@ -159,3 +159,72 @@ def test_side_by_side_pairs_each_bucket_with_the_paper():
     assert both.loc["mean ℓ2 norm", (ours.columns[0], "ours")] == round(2 * published_table1().iloc[0, 0], 2)
     assert both.loc["mean ℓ2 norm", (ours.columns[0], "paper (bert-base)")] == published_table1().iloc[0, 0]
     assert "words" not in both.index
+
+
+# ----------------------------------------------------------------------------- unknown words, comparisons
+def test_unknown_words_rank_last_or_are_dropped():
+    from bertflow_mini.frequency import known_word_rows
+
+    rng = np.random.default_rng(20)
+    words = ["the", "zzqxj", "cat", "[CLS]", "dog", "qqzzv", "of", "a", "is", "in"]
+    E = rng.normal(size=(len(words), 4))
+    freqs = [5.0, 0.0, 2.0, 0.0, 1.0, 0.0, 4.0, 3.0, 2.5, 1.5]
+    keep, f = known_word_rows(E, words, freqs, unknown="drop")
+    assert [words[i] for i in keep] == ["the", "cat", "dog", "of", "a", "is", "in"]
+    assert (f > 0).all()
+    keep_last, _ = known_word_rows(E, words, freqs)
+    assert len(keep_last) == 9  # only [CLS] is not a word
+    buckets = ((0, 3), (3, None))
+    dropped = frequency_table(E, words, ks=(1,), buckets=buckets, frequencies=freqs, unknown="drop")
+    kept = frequency_table(E, words, ks=(1,), buckets=buckets, frequencies=freqs)
+    assert dropped.loc["words"].tolist() == [3, 4] and kept.loc["words"].tolist() == [3, 6]
+    norms = np.linalg.norm(E, axis=1)
+    assert dropped.loc["mean ℓ2 norm", "[0,3)"] == pytest.approx(norms[[0, 6, 7]].mean())
+    rho = frequency_norm_correlation(E, words, freqs, unknown="drop").statistic
+    import scipy.stats
+
+    assert rho == pytest.approx(scipy.stats.spearmanr(np.array(freqs)[keep], norms[keep]).statistic)
+    with pytest.raises(ValueError, match="unknown must be"):
+        known_word_rows(E, words, freqs, unknown="floor")
+
+
+def test_table1_comparison_stacks_the_paper_and_computes_the_trend():
+    from bertflow_mini.frequency import published_table1, table1_comparison
+
+    paper = published_table1()
+    mine = paper * 2.0
+    out = table1_comparison({"mine": mine})
+    assert list(out.index.get_level_values(1)[:2]) == ["paper: bert-base", "mine"]
+    row = out.loc[("mean ℓ2 norm", "paper: bert-base")]
+    assert row["rare / frequent"] == pytest.approx(1.45 / 0.95)
+    assert out.loc[("mean ℓ2 norm", "mine"), "[0,100)"] == pytest.approx(1.90)
+    assert out.loc[("mean ℓ2 norm", "mine"), "rare / frequent"] == pytest.approx(1.45 / 0.95)
+    with pytest.raises(ValueError, match="unknown rows"):
+        table1_comparison({"mine": mine}, rows=("no such row",))
+
+
+def test_norm_by_corpus_count_by_hand():
+    from bertflow_mini.frequency import norm_by_corpus_count
+
+    E0 = np.zeros((6, 2)) + np.array([1.0, 0.0])
+    shift = np.array([[0, 1], [0, 2], [1, 0], [-1, 0], [0, 1], [3, 4]], dtype=float)
+    E = E0 + shift
+    counts = np.array([0, 0, 3, 3, 50, 50])
+    t = norm_by_corpus_count(E, E0, counts, rows=range(6), edges=(0, 1, 5))
+    assert list(t.index) == ["0", "1–4", "≥ 5"]
+    assert t.loc["0", "tokens"] == 2
+    assert t.loc["0", "displacements' mean cosine"] == pytest.approx(1.0)  # both moved along +y
+    assert t.loc["1–4", "displacements' mean cosine"] == pytest.approx(-1.0)  # opposite ways
+    assert t.loc["0", "norm after"] == pytest.approx((np.sqrt(2) + np.sqrt(5)) / 2)
+    assert t.loc["≥ 5", "norm before"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="must agree"):
+        norm_by_corpus_count(E, E0[:5], counts, rows=range(5))
+
+
+def test_checkpoint_token_counts_explains_a_missing_file(tmp_path):
+    from bertflow_mini.frequency import checkpoint_token_counts
+
+    with pytest.raises(FileNotFoundError, match="token_counts.npy"):
+        checkpoint_token_counts(str(tmp_path))
+    np.save(tmp_path / "token_counts.npy", np.array([0, 3, 1]))
+    assert checkpoint_token_counts(str(tmp_path)).tolist() == [0, 3, 1]

@@ -203,3 +203,87 @@ def test_the_error_counts_the_zero_rows():
 def test_one_row_is_an_error_not_a_nan(fn):
     with pytest.raises(ValueError, match="at least 2 rows"):
         fn(np.array([[1.0, 2.0, 3.0]]))
+
+
+# ----------------------------------------------------------------------------- scale, IsoScore, clouds
+def test_iso_score_agrees_with_the_authors_package():
+    IsoScore = pytest.importorskip("IsoScore.IsoScore")
+    from bertflow_mini.isotropy import iso_score
+
+    rng = np.random.default_rng(12)
+    for x in [rng.normal(size=(400, 12)) * np.linspace(3, 0.1, 12), rng.normal(size=(300, 5)) + 4.0,
+              rng.normal(size=(200, 3)) @ rng.normal(size=(3, 3))]:
+        assert iso_score(x) == pytest.approx(float(IsoScore.IsoScore(x)), abs=1e-6)
+
+
+def test_iso_score_extremes_scale_and_mean():
+    from bertflow_mini.isotropy import iso_score
+
+    rng = np.random.default_rng(13)
+    line = np.outer(rng.normal(size=500), rng.normal(size=6))  # one direction holds all variance
+    assert iso_score(line) == pytest.approx(0.0, abs=1e-9)
+    x = rng.normal(size=(2000, 6)) * np.array([1, 1, 1, 1, 1, 3.0])
+    assert iso_score(7.0 * x) == pytest.approx(iso_score(x), rel=1e-10)  # scale-free
+    assert iso_score(x + 50.0) == pytest.approx(iso_score(x), rel=1e-8)  # blind to the mean
+    with pytest.raises(ValueError, match="zero variance"):
+        iso_score(np.ones((5, 3)))
+
+
+def test_normalised_isotropy_is_scale_free_and_raw_is_not():
+    from bertflow_mini.isotropy import gaussian_cloud
+
+    x = gaussian_cloud(3000, 32, seed=1)
+    raw = [isotropy_score(s * x) for s in (1, 3, 5)]
+    assert raw[0] > raw[1] > raw[2] and raw[2] < 1e-2 * raw[0]
+    norm = [isotropy_score(s * x, normalise=True) for s in (0.1, 1, 3, 5)]
+    assert max(norm) - min(norm) < 1e-9 and min(norm) > 0.9
+    # normalise=True is exactly the raw score of the cloud scaled to unit RMS norm
+    from bertflow_mini.isotropy import rms_norm
+
+    assert isotropy_score(5 * x, normalise=True) == pytest.approx(isotropy_score(x / rms_norm(x)), rel=1e-12)
+
+
+def test_gaussian_cloud_has_the_stated_moments_and_the_prediction_holds():
+    from bertflow_mini.isotropy import gaussian_cloud, power_spectrum, predicted_cosine
+
+    lam = power_spectrum(16, 1.0)
+    assert lam.sum() == pytest.approx(16) and np.all(np.diff(lam) < 0)
+    x = gaussian_cloud(40_000, 16, mean_ratio=1.0, beta=1.0, scale=2.0, seed=3)
+    mu = x.mean(0)
+    assert mu @ mu == pytest.approx(4.0 * 16, rel=0.02)  # ‖μ‖ = r·√d, times the scale
+    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(np.cov(x, rowvar=False)))[::-1], 4 * lam, rtol=0.05,
+                               atol=0.05)
+    mean, _ = predicted_cosine(64, mean_ratio=1.0)
+    assert mean == pytest.approx(0.5)
+    _, sd = predicted_cosine(64)
+    assert sd == pytest.approx(1 / 8)  # 1/√d for an isotropic cloud
+    cos = mean_random_cosine(gaussian_cloud(4000, 64, mean_ratio=1.0), n_pairs=20_000)
+    assert cos == pytest.approx(0.5, abs=0.01)
+
+
+def test_isotropy_table_rows_and_columns():
+    from bertflow_mini.isotropy import isotropy_table
+
+    x = np.random.default_rng(14).normal(size=(500, 8))
+    t = isotropy_table({"a": x, "b": x + 3})
+    assert list(t.columns) == ["mean cos", "log10 I(W)", "I(W) normalised", "IsoScore"]
+    assert t.loc["b", "mean cos"] > 0.5 > t.loc["a", "mean cos"]
+    assert t.loc["a", "IsoScore"] == pytest.approx(t.loc["b", "IsoScore"])
+    with pytest.raises(ValueError, match="at least one"):
+        isotropy_table({})
+
+
+def test_singular_projection_and_offset_share():
+    from bertflow_mini.isotropy import offset_share, singular_projection
+
+    rng = np.random.default_rng(15)
+    x = rng.normal(size=(300, 5)) + np.array([10.0, 0, 0, 0, 0])
+    P = singular_projection(x, k=2)
+    _, _, vt = np.linalg.svd(x, full_matrices=False)
+    np.testing.assert_allclose(np.abs(P), np.abs(x @ vt[:2].T), rtol=1e-9, atol=1e-9)
+    assert (P.mean(0) >= 0).all()
+    assert abs(P[:, 0].mean()) > 9  # the offset shows on the first direction
+    pts = np.array([[1.0, 0.0], [3.0, 0.0]])  # μ = (2, 0): ‖μ‖² = 4, mean ‖x‖² = 5
+    assert offset_share(pts) == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="k must be"):
+        singular_projection(x, k=6)

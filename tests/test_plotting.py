@@ -29,3 +29,41 @@ def test_cosine_histograms_draws_one_histogram_per_sample():
     cosine_histograms({"raw": rng.uniform(0.5, 1, 100), "flow": rng.uniform(-1, 1, 100)}, ax=ax)
     assert ax.get_xlim() == (-1, 1) and [t.get_text() for t in ax.get_legend().get_texts()] == ["raw", "flow"]
     plt.close(fig)
+
+
+def test_basis_animation_prints_both_cosines_on_each_frame():
+    from bertflow_mini.bases import skewed_example
+    from bertflow_mini.plotting import basis_animation
+
+    B, x = skewed_example()
+    anim = basis_animation(B, x, n_frames=3, size=(2, 2))
+    fig = anim._fig
+    anim._func(2)  # the last frame: the skewed basis itself
+    text = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert "cos(x1,x3): coord +0.00  true +0.88" in text
+    anim._func(0)  # the first frame: orthonormal, the two cosines agree
+    text = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert "cos(x1,x3): coord +0.00  true +0.00" in text
+    assert html_frames(anim) == 3
+
+
+def html_frames(anim) -> int:
+    return offline_jshtml(anim).count("data:image/png;base64")
+
+
+def test_frequency_norm_scatter_and_projection_scatter():
+    from bertflow_mini.plotting import frequency_norm_scatter, projection_scatter
+
+    rng = np.random.default_rng(1)
+    f = 10 ** rng.uniform(-7, -2, 500)
+    fig, ax = plt.subplots()
+    frequency_norm_scatter(ax, f, rng.uniform(0, 1, 500), "t")
+    medians = ax.get_lines()[0]
+    assert len(medians.get_xdata()) == 10  # ten half-decades of 50 words each
+    import pytest
+
+    with pytest.raises(ValueError, match="freq > 0"):
+        frequency_norm_scatter(ax, np.r_[f[:-1], 0.0], np.ones(500), "t")
+    sc = projection_scatter(ax, rng.normal(size=(5000, 2)), "p", color=rng.uniform(size=5000))
+    assert len(sc.get_offsets()) == 4000
+    plt.close(fig)
