@@ -73,8 +73,10 @@ def glue(name: str, value: object, display: bool = True) -> None:
         from myst_nb import glue as myst_glue
     except ImportError:
         if display:
-            from IPython.display import display as show
-
+            try:
+                from IPython.display import display as show
+            except ImportError:  # plain Python
+                show = print
             show(value)
         return
     myst_glue(name, value, display=display)
