@@ -12,32 +12,31 @@ from bertflow_mini.flow import (
     ActNorm,
     AdditiveCoupling,
     AffineCoupling,
+    BertAdamW,
+    FlowConfig,
     FlowStep,
     FlowTransform,
     Glow,
     InvertibleLinear,
+    Permutation,
     Reverse,
+    Shuffle,
     fit_flow,
 )
+from bertflow_mini.flow_toys import randomize as toys_randomize
 
 try:
     import normflows as nf  # a test-only dependency: pip install -e ".[test]"
 except ImportError:  # pragma: no cover
     nf = None
+
+
+def randomize(module: torch.nn.Module) -> torch.nn.Module:
+    """The chapter's randomize, at a scale that keeps every affine coupling invertible in float64."""
+    return toys_randomize(module, scale=0.2)
+
+
 needs_normflows = pytest.mark.skipif(nf is None, reason="normflows is not installed (pip install -e '.[test]')")
-
-
-def randomize(module: torch.nn.Module, seed: int = 0, scale: float = 0.2) -> torch.nn.Module:
-    """Move every parameter off its (often zero / identity) init, so no test passes by symmetry."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.add_(scale * torch.randn(p.shape, generator=g, dtype=p.dtype))
-    for m in module.modules():
-        if isinstance(m, ActNorm):
-            m.initialized.fill_(True)
-            m._ready = True
-    return module
 
 
 def make_block(kind: str, dim: int) -> torch.nn.Module:
@@ -45,11 +44,13 @@ def make_block(kind: str, dim: int) -> torch.nn.Module:
     return {
         "actnorm": lambda: ActNorm(dim),
         "reverse": lambda: Reverse(dim),
+        "shuffle": lambda: Shuffle(dim),
         "lu": lambda: InvertibleLinear(dim),
         "additive": lambda: AdditiveCoupling(dim, width=8),
         "affine": lambda: AffineCoupling(dim, width=8),
         "step-additive-reverse": lambda: FlowStep(dim, 8, "additive", "reverse"),
         "step-affine-lu": lambda: FlowStep(dim, 8, "affine", "lu"),
+        "step-additive-shuffle": lambda: FlowStep(dim, 8, "additive", "shuffle"),
         "glow-additive-reverse": lambda: Glow(dim, levels=3, depth=2, width=8),
         "glow-affine-lu": lambda: Glow(dim, levels=3, depth=2, width=8, coupling="affine", permutation="lu"),
     }[kind]()
@@ -58,11 +59,13 @@ def make_block(kind: str, dim: int) -> torch.nn.Module:
 BLOCKS = [
     "actnorm",
     "reverse",
+    "shuffle",
     "lu",
     "additive",
     "affine",
     "step-additive-reverse",
     "step-affine-lu",
+    "step-additive-shuffle",
     "glow-additive-reverse",
     "glow-affine-lu",
 ]
@@ -70,12 +73,14 @@ BLOCKS = [
 
 @pytest.mark.parametrize("dim", [6, 7])
 @pytest.mark.parametrize("kind", BLOCKS)
-def test_inverse_undoes_forward_in_float64(kind, dim):
+def test_inverse_undoes_forward_and_its_logdet_cancels(kind, dim):
     block = randomize(make_block(kind, dim).double())
     x = torch.randn(64, dim, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     y, logdet = block(x)
-    assert y.shape == x.shape and logdet.shape == (64,)
-    torch.testing.assert_close(block.inverse(y), x, atol=1e-5, rtol=0)
+    back, inverse_logdet = block.inverse(y)
+    assert y.shape == x.shape and logdet.shape == inverse_logdet.shape == (64,)
+    torch.testing.assert_close(back, x, atol=1e-5, rtol=0)
+    torch.testing.assert_close(inverse_logdet, -logdet, atol=1e-9, rtol=1e-9)
     assert not torch.allclose(y, x)  # the block really does something
 
 
@@ -237,7 +242,7 @@ def test_fit_flow_stops_on_divergence(monkeypatch):
         return out * float("nan") if calls["n"] == 3 else out
 
     monkeypatch.setattr(Glow, "bits_per_dim", poisoned)
-    with pytest.raises(RuntimeError, match="step 2 "):
+    with pytest.raises(RuntimeError, match="step 2;"):
         fit_flow(x, levels=2, progress=False)
 
 
@@ -281,12 +286,11 @@ def nf_actnorm(ours: ActNorm) -> nf.flows.ActNorm:
     return theirs
 
 
-def nf_permutation(ours: Reverse | InvertibleLinear) -> torch.nn.Module:
-    """Reversal as a normflows "shuffle" with a fixed order; LU as its Invertible1x1Conv (y = W x)."""
-    if isinstance(ours, Reverse):
+def nf_permutation(ours: Permutation | InvertibleLinear) -> torch.nn.Module:
+    """A permutation as a normflows "shuffle" with our order; LU as its Invertible1x1Conv (y = W x)."""
+    if isinstance(ours, Permutation):
         theirs = nf.flows.Permute(ours.dim, mode="shuffle")
-        theirs.perm = torch.arange(ours.dim - 1, -1, -1)
-        theirs.inv_perm = torch.arange(ours.dim - 1, -1, -1)  # reversal is its own inverse
+        theirs.inv_perm, theirs.perm = ours.order.clone(), ours.undo.clone()  # their inverse = our forward
         return theirs
     theirs = nf.flows.Invertible1x1Conv(len(ours.log_s), use_lu=True).double()
     with torch.no_grad():
@@ -353,10 +357,11 @@ def nf_data_to_latent(layer: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Te
 @needs_normflows
 @pytest.mark.filterwarnings("ignore:torch.lu is deprecated")
 @pytest.mark.parametrize("dim", [8, 7])
-@pytest.mark.parametrize("kind", ["actnorm", "reverse", "lu", "additive", "affine"])
+@pytest.mark.parametrize("kind", ["actnorm", "reverse", "shuffle", "lu", "additive", "affine"])
 def test_layers_match_normflows(kind, dim):
     ours = randomize(make_block(kind, dim).double())
-    theirs = {"actnorm": nf_actnorm, "reverse": nf_permutation, "lu": nf_permutation}.get(kind, nf_coupling)(ours)
+    layer = {"actnorm": nf_actnorm, "reverse": nf_permutation, "shuffle": nf_permutation, "lu": nf_permutation}
+    theirs = layer.get(kind, nf_coupling)(ours)
     x = torch.randn(16, dim, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
     y, logdet = ours(x)
     y_nf, logdet_nf = nf_data_to_latent(theirs, x)
@@ -384,3 +389,90 @@ def test_fit_restores_thread_count():
     before = torch.get_num_threads()
     fit_flow(np.random.default_rng(0).normal(size=(64, 8)), levels=2, depth=1, progress=False)
     assert torch.get_num_threads() == before
+
+
+# ---------------------------------------------------------------------------------------------
+# The official switches, the prior, the configuration
+# ---------------------------------------------------------------------------------------------
+def test_official_actnorm_scales_a_dead_channel_by_a_million():
+    x = torch.randn(64, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x[:, 1] = 0.7  # exactly constant: std 0, so the official scale is 1 / (0 + 1e-6)
+    ours, official = ActNorm(3).double().train(), ActNorm(3, dead_tol=0.0).double().train()
+    _, logdet_ours = ours(x)
+    _, logdet_official = official(x)
+    assert (3.0 * official.logs[1]).item() == pytest.approx(math.log(1e6))
+    assert ours.logs[1].item() == 0.0
+    # the official rule buys log(1e6) nats of likelihood per dead channel, for nothing
+    assert (logdet_official - logdet_ours)[0].item() == pytest.approx(math.log(1e6), rel=1e-9)
+    with pytest.raises(ValueError, match="dead_tol"):
+        ActNorm(3, dead_tol=-1.0)
+
+
+def bert_adam_by_hand(w: np.ndarray, grads: list[np.ndarray], lr: float, wd: float) -> np.ndarray:
+    """BERT's optimization.py AdamWeightDecayOptimizer, transcribed in NumPy (the oracle)."""
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    for g in grads:
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        w = w - lr * (m / (np.sqrt(v) + 1e-6) + wd * w)
+    return w
+
+
+def test_bert_adamw_is_adam_without_bias_correction():
+    rng = np.random.default_rng(0)
+    w0, grads = rng.normal(size=5), [rng.normal(size=5) for _ in range(4)]
+    param = torch.nn.Parameter(torch.tensor(w0))
+    opt = BertAdamW([param], lr=0.01, weight_decay=0.1)
+    for g in grads:
+        param.grad = torch.tensor(g)
+        opt.step()
+    np.testing.assert_allclose(param.detach().numpy(), bert_adam_by_hand(w0, grads, 0.01, 0.1), rtol=1e-12)
+    # The first step is (1 - 0.9) / sqrt(1 - 0.999) = 3.16 times torch's bias-corrected Adam step.
+    a, b = torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(3))
+    a.grad = b.grad = torch.tensor([1.0, -2.0, 0.5])
+    BertAdamW([a], lr=1e-3, weight_decay=0.0).step()
+    torch.optim.Adam([b], lr=1e-3, eps=1e-6).step()
+    torch.testing.assert_close(a / b, torch.full((3,), 0.1 / math.sqrt(0.001)), rtol=1e-4, atol=0)
+
+
+def test_official_config_changes_only_the_two_switches():
+    official = FlowConfig.official()
+    assert (official.dead_tol, official.bias_correction) == (0.0, False)
+    assert FlowConfig.official(dead_tol=1e-4) == FlowConfig(bias_correction=False)
+    x = np.random.default_rng(0).normal(size=(128, 8))
+    a = fit_flow(x, FlowConfig.official(levels=2), progress=False)
+    b = fit_flow(x, levels=2, progress=False)
+    assert a.losses[0] == b.losses[0] and a.losses[1] != b.losses[1]  # same init, different steps
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="batch_size"):
+        FlowConfig(batch_size=0)
+    with pytest.raises(ValueError, match="lr"):
+        FlowConfig(lr=-1.0)
+    with pytest.raises(TypeError, match="levle"):
+        FlowTransform(levle=2)
+    with pytest.raises(ValueError, match="permutation"):
+        Glow(8, permutation="random")
+
+
+def test_samples_are_the_prior_pushed_through_the_inverse():
+    glow = randomize(Glow(8, levels=2, depth=2, width=8).double()).eval()
+    x = glow.sample(500, generator=torch.Generator().manual_seed(0))
+    z = glow.prior.sample(500, generator=torch.Generator().manual_seed(0)).double()
+    with torch.no_grad():
+        torch.testing.assert_close(glow(x)[0], z, atol=1e-9, rtol=1e-9)
+    # the prior is N(0, I): scipy's standard normal log-density, summed over the 8 coordinates
+    from scipy.stats import norm
+
+    expected = norm.logpdf(z.numpy()).sum(1)
+    np.testing.assert_allclose(glow.prior.log_prob(z).numpy(), expected, rtol=1e-12)
+
+
+def test_shuffle_is_a_seeded_permutation_not_the_reversal():
+    torch.manual_seed(0)
+    a = Shuffle(16)
+    torch.manual_seed(0)
+    b = Shuffle(16)
+    assert torch.equal(a.order, b.order) and sorted(a.order.tolist()) == list(range(16))
+    assert not torch.equal(a.order, Reverse(16).order)

@@ -1,0 +1,93 @@
+"""The chapter-5 workbench: toy data, the block checker, and the k-NN overlap measure."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from bertflow_mini.flow import ActNorm, AdditiveCoupling, Glow
+from bertflow_mini.flow_toys import (
+    check_block,
+    density_grid,
+    excite_coupling,
+    make_cone,
+    make_moons,
+    randomize,
+    steps_per_coordinate,
+)
+from bertflow_mini.neighbours import cosine_neighbours, knn_overlap
+
+
+def test_cone_points_share_a_direction_and_moons_are_two_bands():
+    cone = make_cone(2000, seed=0)
+    angles = np.degrees(np.arctan2(cone[:, 1], cone[:, 0]))
+    assert abs(np.median(angles) - 60) < 1 and np.percentile(np.abs(angles - 60), 99) < 25
+    moons = make_moons(2000, noise=0.0, seed=0)
+    # without noise every point lies on one of the two unit circles, centred (0, 0) and (1, 0.5)
+    r_upper = np.hypot(moons[:, 0], moons[:, 1])
+    r_lower = np.hypot(moons[:, 0] - 1.0, moons[:, 1] - 0.5)
+    assert np.minimum(np.abs(r_upper - 1), np.abs(r_lower - 1)).max() < 1e-6
+
+
+def test_check_block_catches_a_wrong_logdet():
+    good = randomize(ActNorm(4)).double()
+    x = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    assert max(check_block(good, x).values()) < 1e-10
+
+    class LyingActNorm(ActNorm):  # reports twice the true log-det
+        def forward(self, x):
+            y, logdet = super().forward(x)
+            return y, 2 * logdet
+
+    liar = randomize(LyingActNorm(4)).double()
+    result = check_block(liar, x)
+    assert result["inverse error"] < 1e-10
+    assert result["log-det error"] > 0.01 and result["log-dets cancel to"] > 0.01
+
+
+def test_randomize_moves_parameters_and_freezes_actnorm_init():
+    block = randomize(AdditiveCoupling(6, width=4), scale=0.3, seed=1)
+    assert all(m.initialized for m in block.modules() if isinstance(m, ActNorm))
+    x = torch.randn(8, 6)
+    assert not torch.equal(block(x)[0], x)  # a fresh coupling would be the identity
+
+
+def test_excited_coupling_is_no_longer_the_identity_but_still_volume_preserving():
+    x = make_cone(100)
+    coupling = excite_coupling(AdditiveCoupling(2), x)
+    y, logdet = coupling.eval()(torch.from_numpy(x))
+    assert not torch.allclose(y, torch.from_numpy(x)) and torch.equal(logdet, torch.zeros(100))
+
+
+def test_steps_per_coordinate_counts_each_levels_channels():
+    steps = steps_per_coordinate(Glow(256, levels=3, depth=3))
+    assert np.bincount(steps).nonzero()[0].tolist() == [3, 6, 9]
+    assert (steps == 3).sum() == 128 and (steps == 6).sum() == 64 and (steps == 9).sum() == 64
+    assert steps_per_coordinate(Glow(7, levels=2, depth=2)).tolist() == [4, 4, 4, 4, 2, 2, 2]
+
+
+def test_density_grid_of_a_standardising_flow_integrates_to_one():
+    x = make_cone(500)
+    glow = Glow(2, levels=1, depth=1).train()
+    glow(torch.from_numpy(x))  # data-dependent init: a Gaussian fitted per axis
+    _, _, logp, cell = density_grid(glow.eval(), x, n=200)
+    # a 2-D Gaussian with the data's per-axis spread, over the data's box ± 0.5: almost all its mass
+    assert np.exp(logp).sum() * cell == pytest.approx(1.0, abs=0.02)
+
+
+def test_knn_overlap_by_hand_and_its_invariances():
+    # four points on the unit circle at 0°, 10°, 90°, 100°: each one's nearest is its 10° partner
+    angles = np.radians([0, 10, 90, 100])
+    a = np.column_stack([np.cos(angles), np.sin(angles)])
+    assert sorted(cosine_neighbours(a, 1).ravel().tolist()) == [0, 1, 2, 3]
+    assert cosine_neighbours(a, 1).ravel().tolist() == [1, 0, 3, 2]
+    # swapping the partners (0° with 90°) changes every neighbour
+    b = a[[0, 2, 1, 3]] @ np.eye(2)
+    assert knn_overlap(a, a, 1) == 1.0
+    assert knn_overlap(a, b, 1) == 0.0
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 8))
+    q, _ = np.linalg.qr(rng.normal(size=(8, 8)))
+    assert knn_overlap(x, 3.0 * x @ q, 5) == 1.0  # cosine ignores rotation and scale
+    with pytest.raises(ValueError, match="same rows"):
+        knn_overlap(x, x[:10])
