@@ -48,6 +48,7 @@ cache: install
 	$(PY) -m bertflow_mini pretrain
 	$(PY) -m bertflow_mini encode --model scratch-bert
 	$(PY) -m bertflow_mini encode --model all-MiniLM-L6-v2
+	$(PY) -m bertflow_mini simcse  # chapter 7: scratch-bert(@0)+simcse trained once; both and their bases encoded
 
 # Run every chapter top to bottom in a fresh kernel, saving the outputs into the notebook.
 execute: install cache

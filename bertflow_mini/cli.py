@@ -1,9 +1,10 @@
-"""Command line: ``python -m bertflow_mini pretrain|sts|reproduce|encode …``.
+"""Command line: ``python -m bertflow_mini pretrain|simcse|sts|reproduce|encode …``.
 
-Every command takes ``--model``: a short name (``scratch-bert``, the default: the book's own BERT,
-pretrained here on first use; ``scratch-bert@0`` … ``@50`` its earlier checkpoints;
-``all-MiniLM-L6-v2``; ``glove-6B-50d``; ``bert-base-uncased`` where the hub is reachable), a hub id
-or a folder.
+Every command but ``simcse`` (which takes ``--models``) takes ``--model``: a short name
+(``scratch-bert``, the default: the book's own BERT, pretrained here on first use; ``scratch-bert@0``
+… ``@50`` its earlier checkpoints; ``scratch-bert+simcse`` it fine-tuned by SimCSE, trained here on
+first use; ``all-MiniLM-L6-v2``; ``glove-6B-50d``; ``bert-base-uncased`` where the hub is
+reachable), a hub id or a folder.
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Sequence
 
 import pandas as pd
 
@@ -150,6 +151,31 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simcse(args: argparse.Namespace) -> int:
+    """Fine-tune each model with unsupervised SimCSE unless cached, then encode every dataset with it
+    and with the base model (what chapter 7 reads)."""
+    import torch
+
+    from .models import load_encoder
+    from .reproduce import embed_task
+    from .simcse import SUFFIX, training_log
+
+    for model in args.models:
+        name = model if model.endswith(SUFFIX) else model + SUFFIX
+        if args.threads:
+            torch.set_num_threads(args.threads)  # simcse.train_and_save keeps this setting
+        encoder = load_encoder(name)  # trains on first use (bertflow_mini.simcse.checkpoint)
+        losses, info = training_log(name)
+        print(f"{name}: {len(losses)} steps, loss {losses[:10].mean():.3f} -> {losses[-10:].mean():.3f}, "
+              f"trained in {info['seconds'] / 60:.1f} min  [{encoder.source}]")
+        base = load_encoder(name[: -len(SUFFIX)])  # chapter 7 compares the two
+        for task in args.tasks:
+            for enc in (base, encoder):
+                embed_task(enc, task, _default_pooling(enc), progress=False)
+        print(f"{name}: {len(args.tasks)} datasets encoded (cached), and with {base.name}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bertflow_mini", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -170,13 +196,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", help="the paper's table: post-processors fitted without labels, then STS")
     _common(p)
     p.add_argument("--methods", default=None,
-                   help="comma-separated: none, flow, whitening, whitening-<k>, abtt (default: all five, "
+                   help="comma-separated: none, flow, whitening, whitening-<k>, abtt, simcse, "
+                        "simcse+<method> (default: the first five, "
                         "k = 256 for bert-base, 384 for bert-large, a third of the width otherwise)")
-    p.add_argument("--fit", choices=["target", "train"], default="target",
-                   help="fit on the dataset's own sentences (the paper) or on training sentences only")
+    p.add_argument("--fit", choices=["target", "train", "other"], default="target",
+                   help="fit on the dataset's own sentences (the paper), its training sentences, or "
+                        "other datasets' training sentences only (the role of the paper's NLI fit)")
     p.add_argument("--seeds", type=int, default=1, help="repeat the flow with N seeds: mean ± std")
     p.add_argument("--aggregation", choices=["wmean", "all"], default="wmean")
     p.set_defaults(func=cmd_reproduce)
+    p = sub.add_parser("simcse", help="fine-tune with unsupervised SimCSE (cached), then encode every dataset")
+    p.add_argument("--models", nargs="+", default=[DEFAULT_MODEL, f"{DEFAULT_MODEL}@0"],
+                   help=f"base models (default: {DEFAULT_MODEL} and its random-init control @0)")
+    p.add_argument("--tasks", type=_tasks, default=list(TASKS))
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: every core; 1 is faster on a machine busy with other work)")
+    p.set_defaults(func=cmd_simcse)
     p = sub.add_parser("encode", help="encode every dataset once, filling the embedding cache")
     _model(p)
     p.add_argument("--tasks", type=_tasks, default=list(TASKS))

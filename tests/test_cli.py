@@ -49,3 +49,31 @@ def test_encode_with_a_missing_dataset_is_one_clear_error(tiny_bert_dir, tmp_pat
     assert main(["encode", "--model", str(tiny_bert_dir), "--tasks", "STS12"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "STS12" in err and "Traceback" not in err
+
+
+def test_simcse_command_trains_once_then_encodes_and_reproduce_prints_the_simcse_rows(
+        tiny_bert_dir, mini_data, monkeypatch, capsys, one_torch_thread):
+    from bertflow_mini import simcse
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    monkeypatch.setattr(simcse, "DEFAULT", simcse.SimCSEConfig(steps=2, batch_size=4, max_length=16))
+    assert main(["simcse", "--models", "tiny-bert", "--tasks", "STS-B", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "tiny-bert+simcse: 2 steps" in out
+    assert "tiny-bert+simcse: 1 datasets encoded (cached), and with tiny-bert" in out
+    assert len(list(models.cache_dir("embeddings").glob("tiny-bert+simcse-*.npy"))) == 1
+    assert len(list(models.cache_dir("embeddings").glob("tiny-bert-*.npy"))) == 1
+
+    monkeypatch.setattr(simcse, "train_simcse", lambda *a, **k: pytest.fail("trained twice"))
+    assert main(["reproduce", "--model", "tiny-bert", "--tasks", "STS-B", "--methods",
+                 "none,whitening,simcse,simcse+whitening", "--json"]) == 0
+    import json
+
+    result = json.loads(capsys.readouterr().out)
+    assert list(result["mean"]) == ["none", "whitening", "simcse", "simcse+whitening"]
+    from bertflow_mini.reproduce import evaluate_method
+
+    tuned = models.load_encoder("tiny-bert+simcse", device="cpu")
+    want = evaluate_method(tuned, "STSB", "first-last-avg", "none", progress=False).wmean
+    assert result["mean"]["simcse"]["STSB"] == pytest.approx(want)
