@@ -107,3 +107,18 @@ def test_glue_uses_myst_nb_when_installed_and_only_displays_without_it(monkeypat
     chapter.glue("rho", 0.7)  # Colab: shown, not glued
     chapter.glue("rho", 0.9, display=False)  # hidden glue: nothing at all
     assert shown == [0.7] and len(calls) == 1
+
+
+def test_glue_gives_myst_nb_plain_python_numbers(monkeypatch):
+    import sys
+    import types
+
+    from bertflow_mini import chapter
+
+    got = []
+    fake = types.ModuleType("myst_nb")
+    fake.glue = lambda name, value, display=True: got.append(value)
+    monkeypatch.setitem(sys.modules, "myst_nb", fake)
+    chapter.glue("x", np.float64(0.25), display=False)
+    chapter.glue("n", np.int64(3), display=False)
+    assert got == [0.25, 3] and [type(v) for v in got] == [float, int]  # formats as {glue:text}`x:.2f`
