@@ -4,75 +4,89 @@ For every dataset the steps are the paper's:
 
 1. encode every sentence of the dataset once (BERT frozen; the embedding cache makes reruns free);
 2. fit the post-processor — a flow, whitening, or all-but-the-top — on the *fitting set*, without
-   labels: ``target`` = the dataset's own sentences (train + dev + test, as Li et al. and Su et al.
-   did), or ``train`` = training sentences only;
+   labels (:data:`FIT_CHOICES`): ``target`` = the dataset's own sentences (train + dev + test, as
+   Li et al. and Su et al. did), ``train`` = training sentences only, ``other`` = training
+   sentences of the *other* datasets, none of the target's (the role NLI sentences play in the paper);
 3. transform the test pairs and score cosine against the gold scores (:mod:`bertflow_mini.sts`).
+
+An :class:`Evaluation` holds one encoder's work for a whole table: each dataset is parsed, hashed
+and looked up in the embedding cache once, and each post-processor is fitted once per fitting set.
+A new post-processor is one entry in :data:`POSTPROCESSORS`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .data import TASKS, canonical_task, load_sts, splits
+from .data import TASKS, STSPairs, canonical_task, load_sts, splits
 from .models import Encoder, Pooling, encode
 from .published import COLUMNS, published_table
-from .sts import STSResult, score_pairs
+from .sts import Embedded, STSResult, cosine_scores, score_similarities
 
+__all__ = ["Embedded", "Evaluation", "evaluate_method", "fitting_sentences", "reproduce", "rows_table"]
+
+
+class PostProcessor(Protocol):
+    def fit(self, X: np.ndarray) -> PostProcessor: ...
+
+    def transform(self, X: np.ndarray) -> np.ndarray: ...
+
+
+def _flow(k: int | None, seed: int, progress: bool) -> PostProcessor:
+    from .flow import FlowTransform
+
+    if k is not None:
+        raise ValueError(f"the flow keeps every dimension; 'flow-{k}' is not a method")
+
+    return FlowTransform(seed=seed, progress=progress)
+
+
+def _whitening(k: int | None, seed: int, progress: bool) -> PostProcessor:
+    from .whitening import Whitening
+
+    return Whitening(k=k)
+
+
+def _abtt(k: int | None, seed: int, progress: bool) -> PostProcessor:
+    from .whitening import AllButTheTop
+
+    return AllButTheTop(k)
+
+
+#: Method name → factory ``(k, seed, progress) -> post-processor`` (``None`` = raw cosine).
+#: ``"<name>-<k>"`` passes ``k``: ``whitening-256`` keeps 256 directions, ``abtt-3`` removes 3.
+POSTPROCESSORS: dict[str, Callable[[int | None, int, bool], PostProcessor | None]] = {
+    "none": lambda k, seed, progress: None,
+    "flow": _flow,
+    "whitening": _whitening,
+    "abtt": _abtt,
+}
+#: Methods whose fit depends on the seed (the others are closed-form): only these get several seeds.
+STOCHASTIC = {"flow"}
 METHODS = ("none", "flow", "whitening", "whitening-256", "abtt")  # the paper's, for bert-base (768-d)
-FIT_CHOICES = ("target", "train")
-#: Datasets with no training split of their own are fitted on these training sentences under ``fit="train"``.
-TRAIN_FALLBACK = (("STSB", "train"), ("SICK-R", "train"))
+FIT_CHOICES = ("target", "train", "other")
+#: The datasets with a training split: ``fit="train"`` falls back on them, ``fit="other"`` uses them.
+TRAIN_SETS = ("STSB", "SICK-R")
+TEST_ONLY = tuple(t for t in TASKS if t not in TRAIN_SETS)  # STS12-16: a test split only
 
 
-@dataclass
-class Embedded:
-    """Vectors of a set of distinct sentences, looked up by sentence."""
-
-    sentences: list[str]
-    vectors: np.ndarray
-
-    def __post_init__(self) -> None:
-        self.index = {s: i for i, s in enumerate(self.sentences)}
-
-    def __call__(self, sentences: Sequence[str]) -> np.ndarray:
-        missing = [s for s in sentences if s not in self.index]
-        if missing:
-            raise KeyError(f"{len(missing)} sentence(s) were not encoded, e.g. {missing[0]!r}")
-        return self.vectors[[self.index[s] for s in sentences]]
+def parse_method(method: str) -> tuple[str, int | None]:
+    """``"whitening-256"`` → ``("whitening", 256)``; ``"flow"`` → ``("flow", None)``."""
+    if method in POSTPROCESSORS:
+        return method, None
+    name, _, k = method.rpartition("-")
+    if name in POSTPROCESSORS and k.isdigit() and int(k) > 0:
+        return name, int(k)
+    raise ValueError(f"unknown method {method!r}; use one of {tuple(POSTPROCESSORS)} or <name>-<k>")
 
 
-def task_sentences(task: str, which: Iterable[str] | None = None) -> list[str]:
-    """Distinct sentences of ``task``'s splits (all of them by default), in first-seen order."""
-    task = canonical_task(task)
-    seen: dict[str, None] = {}
-    for split in which or splits(task):
-        seen.update(dict.fromkeys(load_sts(task, split).sentences()))
-    return list(seen)
-
-
-def embed_task(encoder: Encoder, task: str, pooling: Pooling = "first-last-avg", progress: bool = True) -> Embedded:
-    """Every sentence of every split of ``task``, encoded once (one cache entry per model and dataset)."""
-    sentences = task_sentences(task)
-    return Embedded(sentences, encode(encoder, sentences, pooling, progress=progress))
-
-
-def fitting_sentences(task: str, fit: str = "target") -> list[tuple[str, list[str]]]:
-    """The unlabelled sentences a post-processor for ``task`` is fitted on, grouped by source dataset.
-
-    ``target``: the dataset's own sentences, all splits. ``train``: its training split; STS12–16 have
-    none, so they use the STS-B and SICK training sentences (:data:`TRAIN_FALLBACK`).
-    """
-    task = canonical_task(task)
-    if fit not in FIT_CHOICES:
-        raise ValueError(f"fit must be one of {FIT_CHOICES}, got {fit!r}")
-    if fit == "target":
-        return [(task, task_sentences(task))]
-    if "train" in splits(task):
-        return [(task, task_sentences(task, ["train"]))]
-    return [(t, task_sentences(t, [s])) for t, s in TRAIN_FALLBACK]
+def make_postprocessor(method: str, seed: int = 0, progress: bool = False) -> PostProcessor | None:
+    """A fresh, unfitted post-processor for ``method`` (see :data:`POSTPROCESSORS`)."""
+    name, k = parse_method(method)
+    return POSTPROCESSORS[name](k, seed, progress)
 
 
 def default_methods(dim: int) -> tuple[str, ...]:
@@ -82,56 +96,157 @@ def default_methods(dim: int) -> tuple[str, ...]:
     return ("none", "flow", "whitening", f"whitening-{k}", "abtt")
 
 
-def make_postprocessor(method: str, seed: int = 0, progress: bool = False):
-    """A fresh, unfitted post-processor for ``method``: ``none``, ``flow``, ``whitening``,
-    ``whitening-<k>`` (keep k dimensions) or ``abtt`` (all-but-the-top)."""
-    if method == "none":
-        return None
-    if method == "flow":
-        from .flow import FlowTransform
+# --------------------------------------------------------------------------------------------
+# Sentences: what is encoded, and what each post-processor is fitted on
+# --------------------------------------------------------------------------------------------
+def _distinct(parts: Iterable[STSPairs]) -> list[str]:
+    return list(dict.fromkeys(s for pairs in parts for s in pairs.sentences()))
 
-        return FlowTransform(seed=seed, progress=progress)
-    if method == "whitening" or method.startswith("whitening-"):
-        from .whitening import Whitening
 
-        k = int(method.split("-", 1)[1]) if "-" in method else None
-        return Whitening(k=k)
-    if method == "abtt":
-        from .whitening import AllButTheTop
+def task_sentences(task: str, which: Iterable[str] | None = None) -> list[str]:
+    """Distinct sentences of ``task``'s splits (all of them by default), in first-seen order."""
+    return _distinct(load_sts(task, split) for split in which or splits(task))
 
-        return AllButTheTop()
-    raise ValueError(f"unknown method {method!r}; use one of {METHODS} or whitening-<k>")
+
+SentenceSource = Callable[[str, Sequence[str] | None], list[str]]
+
+
+def _fitting_sets(task: str, fit: str, sentences: SentenceSource) -> list[tuple[str, list[str]]]:
+    task = canonical_task(task)
+    if fit not in FIT_CHOICES:
+        raise ValueError(f"fit must be one of {FIT_CHOICES}, got {fit!r}")
+    if fit == "target":
+        return [(task, sentences(task, None))]
+    if fit == "train" and "train" in splits(task):
+        return [(task, sentences(task, ["train"]))]
+    sources = [t for t in TRAIN_SETS if fit == "train" or t != task]
+    if fit == "train":
+        return [(t, sentences(t, ["train"])) for t in sources]
+    # "other": never a sentence of the target, nor of STS12-16, which STS-B was compiled from
+    # (so the five years share one fitting set, fitted once)
+    banned = {s for t in (task, *TEST_ONLY) for s in sentences(t, None)}
+    return [(t, [s for s in sentences(t, ["train"]) if s not in banned]) for t in sources]
+
+
+def fitting_sentences(task: str, fit: str = "target") -> list[tuple[str, list[str]]]:
+    """The unlabelled sentences a post-processor for ``task`` is fitted on, grouped by source dataset.
+
+    ``target``: the dataset's own sentences, all splits. ``train``: its training split; STS12–16 have
+    none, so they use the STS-B and SICK training sentences (:data:`TRAIN_SETS`). ``other``: the
+    training sentences of the datasets in :data:`TRAIN_SETS` other than ``task``, less every
+    sentence of ``task`` and of STS12–16 (STS-B was compiled from them, so it shares sentences).
+    """
+    return _fitting_sets(task, fit, lambda t, which: task_sentences(t, which))
+
+
+def embed_task(
+    encoder: Encoder, task: str, pooling: Pooling = "first-last-avg", progress: bool = True
+) -> Embedded:
+    """Every sentence of every split of ``task``, encoded once (one cache entry per model and dataset)."""
+    sentences = task_sentences(task)
+    return Embedded(sentences, encode(encoder, sentences, pooling, progress=progress))
+
+
+# --------------------------------------------------------------------------------------------
+# One encoder's evaluation: parse, hash and fit once
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Evaluation:
+    """Scores of one encoder under any pooling, method and fitting set, computed at most once each.
+
+    ``Evaluation(enc).score("STSB", "first-last-avg", "flow", fit="target", seed=0)`` — and the
+    cosines behind it, :meth:`similarities`, for paired comparisons (:mod:`bertflow_mini.bootstrap`).
+    """
+
+    encoder: Encoder
+    progress: bool = True
+    _splits: dict = field(default_factory=dict, repr=False)
+    _embedded: dict = field(default_factory=dict, repr=False)
+    _fitted: dict = field(default_factory=dict, repr=False)
+
+    def load(self, task: str, split: str) -> STSPairs:
+        """One split of ``task``, parsed once."""
+        key = (canonical_task(task), split)
+        if key not in self._splits:
+            self._splits[key] = load_sts(*key)
+        return self._splits[key]
+
+    def sentences(self, task: str, which: Sequence[str] | None = None) -> list[str]:
+        """:func:`task_sentences` from splits parsed once."""
+        return _distinct(self.load(task, split) for split in which or splits(task))
+
+    def pairs(self, task: str) -> STSPairs:
+        """The test pairs of ``task``."""
+        return self.load(task, "test")
+
+    def embedded(self, task: str, pooling: Pooling) -> Embedded:
+        """Every sentence of ``task`` (all splits) under ``pooling``."""
+        key = (canonical_task(task), repr(pooling))
+        if key not in self._embedded:
+            sents = self.sentences(task)
+            vectors = encode(self.encoder, sents, pooling, progress=self.progress)
+            self._embedded[key] = Embedded(sents, vectors)
+        return self._embedded[key]
+
+    def postprocessor(
+        self, task: str, pooling: Pooling, method: str, fit: str = "target", seed: int = 0
+    ) -> PostProcessor | None:
+        """``method`` fitted on ``task``'s fitting set (shared by tasks with the same set)."""
+        if parse_method(method)[0] not in STOCHASTIC:
+            seed = 0
+        sources = _fitting_sets(task, fit, self.sentences)
+        key = (method, seed, repr(pooling), fit, tuple(s for s, _ in sources))
+        if key not in self._fitted:
+            post = make_postprocessor(method, seed, self.progress)
+            if post is not None:
+                parts = [self.embedded(src, pooling)(sents) for src, sents in sources]
+                post.fit(np.concatenate(parts))
+            self._fitted[key] = post
+        return self._fitted[key]
+
+    def similarities(
+        self, task: str, pooling: Pooling, method: str = "none", fit: str = "target", seed: int = 0
+    ) -> np.ndarray:
+        """Cosine of each test pair of ``task`` after ``method`` (``simcse[+<method>]``: the encoder
+        fine-tuned by SimCSE, :mod:`bertflow_mini.simcse`, then ``<method>``)."""
+        from .simcse import simcse_encoder, split_method
+
+        tuned, method = split_method(method)
+        if tuned:  # SimCSE changes the encoder, not the space: its own Evaluation, made once
+            if "simcse" not in self._fitted:
+                self._fitted["simcse"] = Evaluation(simcse_encoder(self.encoder), self.progress)
+            return self._fitted["simcse"].similarities(task, pooling, method, fit, seed)
+        pairs, emb = self.pairs(task), self.embedded(task, pooling)
+        a, b = emb(pairs.sent1), emb(pairs.sent2)
+        post = self.postprocessor(task, pooling, method, fit, seed)
+        if post is not None:
+            a, b = post.transform(a), post.transform(b)
+        return cosine_scores(a, b)
+
+    def score(
+        self, task: str, pooling: Pooling, method: str = "none", fit: str = "target", seed: int = 0
+    ) -> STSResult:
+        """Spearman × 100 of :meth:`similarities` against the gold scores (both aggregations)."""
+        sims = self.similarities(task, pooling, method, fit, seed)
+        return score_similarities(self.pairs(task), sims)
 
 
 def evaluate_method(
-    encoder: Encoder, task: str, pooling: Pooling, method: str, fit: str = "target", seed: int = 0,
-    progress: bool = True, fitted: dict | None = None,
+    encoder: Encoder, task: str, pooling: Pooling, method: str, fit: str = "target",
+    seed: int = 0, progress: bool = True, evaluation: Evaluation | None = None,
 ) -> STSResult:
     """Spearman on ``task``'s test pairs after fitting ``method`` on its fitting sentences.
 
-    ``fitted``, a dict shared across calls, keeps post-processors already fitted on the same
-    sentences (under ``fit="train"`` STS12–16 share one fitting set), so each is fitted once.
+    Pass one ``evaluation`` to many calls to parse, encode and fit each thing once.
     """
-    pairs = load_sts(task, "test")
-    emb = embed_task(encoder, task, pooling, progress)
-    a, b = emb(pairs.sent1), emb(pairs.sent2)
-    if method != "none":
-        sources = fitting_sentences(task, fit)
-        key = (method, seed, repr(pooling), tuple(source for source, _ in sources))
-        post = (fitted or {}).get(key)
-        if post is None:
-            post = make_postprocessor(method, seed, progress)
-            parts = [
-                (emb if source == canonical_task(task) else embed_task(encoder, source, pooling, progress))(sents)
-                for source, sents in sources
-            ]
-            post.fit(np.concatenate(parts))
-            if fitted is not None:
-                fitted[key] = post
-        a, b = post.transform(a), post.transform(b)
-    return score_pairs(pairs, a, b)
+    if evaluation is None:
+        evaluation = Evaluation(encoder, progress)
+    return evaluation.score(task, pooling, method, fit, seed)
 
 
+# --------------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------------
 @dataclass
 class Table:
     """Mean and standard deviation over seeds, one row per method, columns = tasks + ``Avg.``."""
@@ -152,6 +267,41 @@ class Table:
         return out
 
 
+#: A table row: (pooling, method, fitting set).
+Row = tuple[Pooling, str, str]
+
+
+def rows_table(
+    evaluation: Evaluation,
+    rows: dict[str, Row],
+    tasks: Sequence[str] = TASKS,
+    seeds: int = 1,
+    aggregation: str = "wmean",
+) -> Table:
+    """One row per ``label: (pooling, method, fit)``, a column per dataset and ``Avg.``.
+
+    Stochastic methods (:data:`STOCHASTIC`) run ``seeds`` times (mean ± sd, ``ddof=1``)."""
+    if seeds < 1:
+        raise ValueError("seeds must be at least 1")
+    if aggregation not in ("wmean", "all"):
+        raise ValueError(f"aggregation must be 'wmean' or 'all', got {aggregation!r}")
+    from .simcse import split_method
+
+    tasks = [canonical_task(t) for t in tasks]
+    means, stds = {}, {}
+    for label, (pooling, method, fit) in rows.items():
+        runs = seeds if parse_method(split_method(method)[1])[0] in STOCHASTIC else 1
+        scores = np.array([
+            [getattr(evaluation.score(t, pooling, method, fit, seed), aggregation) for t in tasks]
+            for seed in range(runs)
+        ])
+        scores = np.column_stack([scores, scores.mean(1)])  # the Avg. column, per seed
+        means[label] = scores.mean(0)
+        stds[label] = scores.std(0, ddof=1) if runs > 1 else np.zeros(scores.shape[1])
+    cols = tasks + ["Avg."]
+    return Table(pd.DataFrame(means, index=cols).T, pd.DataFrame(stds, index=cols).T, seeds)
+
+
 def reproduce(
     encoder: Encoder,
     pooling: Pooling = "first-last-avg",
@@ -161,29 +311,17 @@ def reproduce(
     seeds: int = 1,
     aggregation: str = "wmean",
     progress: bool = True,
+    evaluation: Evaluation | None = None,
 ) -> Table:
-    """The paper-shaped table for one encoder and pooling: a row per method, a column per dataset."""
-    if seeds < 1:
-        raise ValueError("seeds must be at least 1")
-    tasks = [canonical_task(t) for t in tasks]
-    means, stds, fitted = {}, {}, {}
-    for method in methods:
-        runs = seeds if method == "flow" else 1  # only the flow has randomness
-        scores = np.array([
-            [getattr(evaluate_method(encoder, t, pooling, method, fit, seed, progress, fitted), aggregation)
-             for t in tasks]
-            for seed in range(runs)
-        ])
-        scores = np.column_stack([scores, scores.mean(1)])  # the Avg. column, per seed
-        means[method] = scores.mean(0)
-        stds[method] = scores.std(0, ddof=1) if runs > 1 else np.zeros(scores.shape[1])
-    cols = tasks + ["Avg."]
-    return Table(pd.DataFrame(means, index=cols).T, pd.DataFrame(stds, index=cols).T, seeds)
+    """The paper-shaped table for one encoder and pooling: a row per method (:func:`rows_table`)."""
+    evaluation = evaluation or Evaluation(encoder, progress)
+    rows = {method: (pooling, method, fit) for method in methods}
+    return rows_table(evaluation, rows, tasks, seeds, aggregation)
 
 
 def word_overlap_row(tasks: Sequence[str] = TASKS, aggregation: str = "wmean") -> pd.DataFrame:
     """The no-model control: Jaccard word overlap (:func:`bertflow_mini.sts.word_overlap`) per task, + ``Avg.``."""
-    from .sts import score_similarities, word_overlap
+    from .sts import word_overlap
 
     row = {}
     for task in (canonical_task(t) for t in tasks):
@@ -200,7 +338,8 @@ def published_rows(model: str, pooling: Pooling, tasks: Sequence[str] = TASKS) -
         return table
     table = table[table["pooling"] == (pooling if isinstance(pooling, str) else "")]
     cols = [canonical_task(t) for t in tasks]
-    out = table.set_index(table["paper"] + ": " + table["method"] + " (" + table["fit"] + ", " + table["aggregation"] + ")")
+    label = table["paper"] + ": " + table["method"] + " (" + table["fit"] + ", " + table["aggregation"] + ")"
+    out = table.set_index(label)
     out = out[[c for c in cols if c in COLUMNS]]
     out["Avg."] = out.mean(axis=1)
     return out

@@ -101,12 +101,30 @@ def word_overlap(sent1: Sequence[str], sent2: Sequence[str]) -> np.ndarray:
     return out
 
 
+@dataclass
+class Embedded:
+    """Vectors of a set of distinct sentences, looked up by sentence: ``emb(["a", "b"])`` → (2, d)."""
+
+    sentences: list[str]
+    vectors: np.ndarray
+
+    def __post_init__(self) -> None:
+        if len(self.sentences) != len(self.vectors):
+            raise ValueError(f"{len(self.sentences)} sentences but {len(self.vectors)} vectors")
+        self.index = {s: i for i, s in enumerate(self.sentences)}
+
+    def __call__(self, sentences: Sequence[str]) -> np.ndarray:
+        missing = [s for s in sentences if s not in self.index]
+        if missing:
+            raise KeyError(f"{len(missing)} sentence(s) were not encoded, e.g. {missing[0]!r}")
+        return self.vectors[[self.index[s] for s in sentences]]
+
+
 def evaluate_embedder(embed: Embedder, pairs: STSPairs) -> STSResult:
     """Embed a dataset's distinct sentences in one call, then score its pairs."""
     sentences = pairs.sentences()
-    emb = embed(sentences)
-    row = {s: i for i, s in enumerate(sentences)}
-    return score_pairs(pairs, emb[[row[s] for s in pairs.sent1]], emb[[row[s] for s in pairs.sent2]])
+    emb = Embedded(sentences, embed(sentences))
+    return score_pairs(pairs, emb(pairs.sent1), emb(pairs.sent2))
 
 
 def evaluate(embed: Embedder, tasks: Iterable[str] = TASKS, root=None) -> list[STSResult]:

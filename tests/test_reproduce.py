@@ -37,6 +37,19 @@ def test_fitting_sets_follow_the_paper():
         rp.fitting_sentences("STS12", "nli")
 
 
+def test_the_other_fit_never_sees_a_sentence_of_the_target():
+    """``fit="other"`` plays the part of the paper's NLI fit: other datasets' training sentences only."""
+    assert [t for t, _ in rp.fitting_sentences("STSB", "other")] == ["SICK-R"]
+    assert [t for t, _ in rp.fitting_sentences("SICK-R", "other")] == ["STSB"]
+    other = rp.fitting_sentences("STS12", "other")
+    assert [t for t, _ in other] == ["STSB", "SICK-R"]
+    years = set().union(*(load_sts(t, "test").sentences() for t in ("STS12", "STS13", "STS14", "STS15", "STS16")))
+    stsb_train = set(load_sts("STSB", "train").sentences())
+    assert not years & set(other[0][1]) and not years & set(other[1][1])
+    # STS-B was compiled from STS12-16: some of its training sentences are theirs, and are left out
+    assert set(other[0][1]) == stsb_train - years and stsb_train & years
+    assert rp.fitting_sentences("STS16", "other") == other  # one fitting set for the five years
+
 def test_postprocessors_by_name():
     from bertflow_mini.whitening import AllButTheTop, Whitening
 
@@ -44,8 +57,37 @@ def test_postprocessors_by_name():
     assert isinstance(rp.make_postprocessor("whitening"), Whitening)
     assert rp.make_postprocessor("whitening-16").k == 16
     assert isinstance(rp.make_postprocessor("abtt"), AllButTheTop)
-    with pytest.raises(ValueError):
-        rp.make_postprocessor("pca")
+    assert rp.make_postprocessor("abtt-3").n_components == 3
+    assert rp.parse_method("whitening-256") == ("whitening", 256) and rp.parse_method("flow") == ("flow", None)
+    for bad in ("pca", "whitening-0", "whitening-x", "flow-3"):
+        with pytest.raises(ValueError):
+            rp.make_postprocessor(bad)
+
+
+def test_a_method_is_one_entry_in_the_registry(glove, monkeypatch):
+    class Negate:  # a stand-in post-processor: x -> -x leaves every cosine unchanged
+        def fit(self, X):
+            return self
+
+        def transform(self, X):
+            return -X
+
+    monkeypatch.setitem(rp.POSTPROCESSORS, "negate", lambda k, seed, progress: Negate())
+    table = rp.reproduce(glove, "avg", ["none", "negate"], tasks=["STSB"], progress=False)
+    assert table.mean.loc["negate", "STSB"] == pytest.approx(table.mean.loc["none", "STSB"])
+
+
+def test_a_table_parses_and_encodes_each_dataset_once(glove, monkeypatch):
+    loads, encodes = [], []
+    real_load, real_encode = rp.load_sts, rp.encode
+    monkeypatch.setattr(rp, "load_sts", lambda task, split="test": loads.append((task, split))
+                        or real_load(task, split))
+    monkeypatch.setattr(rp, "encode", lambda enc, sents, pooling, **kw: encodes.append(len(sents))
+                        or real_encode(enc, sents, pooling, **kw))
+    rp.reproduce(glove, "avg", ["none", "whitening", "whitening-16", "abtt"], "target", ["STSB", "STS12"],
+                 progress=False)
+    assert sorted(loads) == [("STS12", "test"), ("STSB", "dev"), ("STSB", "test"), ("STSB", "train")]
+    assert len(encodes) == 2  # one call per dataset, whatever the number of methods
 
 
 def test_evaluate_method_equals_doing_it_by_hand(glove):
@@ -75,16 +117,28 @@ def test_glove_whitening_beats_raw_cosine_on_sts_b(glove):
 def test_seeds_give_mean_and_std_for_the_flow_only(monkeypatch, glove):
     calls = []
 
-    def fake(encoder, task, pooling, method, fit, seed, progress, fitted):
+    def fake(self, task, pooling, method, fit, seed):
         calls.append((method, seed))
         return type("R", (), {"wmean": 50.0 + seed, "all": 0.0})()
 
-    monkeypatch.setattr(rp, "evaluate_method", fake)
+    monkeypatch.setattr(rp.Evaluation, "score", fake)
     table = rp.reproduce(glove, "avg", ["none", "flow"], tasks=["STSB", "STS12"], seeds=3, progress=False)
     assert calls.count(("none", 0)) == 2 and [s for m, s in calls if m == "flow"] == [0, 0, 1, 1, 2, 2]
     assert table.mean.loc["flow", "STSB"] == pytest.approx(51.0)
     assert table.std.loc["flow", "STSB"] == pytest.approx(np.std([50, 51, 52], ddof=1))
     assert table.formatted().loc["flow", "STSB"] == "51.00 ± 1.00"
+    with pytest.raises(ValueError, match="aggregation"):
+        rp.reproduce(glove, "avg", ["none"], aggregation="mean")
+
+
+def test_rows_table_mixes_poolings_methods_and_fits(glove):
+    ev = rp.Evaluation(glove, progress=False)
+    rows = {"raw": ("avg", "none", "target"), "w target": ("avg", "whitening", "target"),
+            "w train": ("avg", "whitening", "train")}
+    table = rp.rows_table(ev, rows, ["STSB"])
+    assert list(table.mean.index) == list(rows)
+    for label, (pooling, method, fit) in rows.items():
+        assert table.mean.loc[label, "STSB"] == rp.evaluate_method(glove, "STSB", pooling, method, fit).wmean
 
 
 def _scipy_spearman_of_cosines(left: np.ndarray, right: np.ndarray, gold) -> float:

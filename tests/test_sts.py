@@ -86,15 +86,21 @@ def test_wmean_and_all_aggregations_by_hand():
     assert list(subset_table([res])["subset"]) == ["a", "b"]
 
 
-def test_all_and_wmean_disagree_when_subsets_live_on_different_scales():
-    # Two subsets each perfectly ranked, but one subset's similarities are all higher than the
-    # other's while its gold scores are lower: wmean is 100, pooled "all" is far below.
+def _two_scales():
+    """Two subsets each perfectly ranked, but one subset's similarities are all higher than the
+    other's while its gold scores are lower (cosines built from unit vectors at known angles)."""
     gold = np.array([1, 2, 3, 4, 5, 0.1, 0.2, 0.3, 0.4, 0.5])
     sims = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.91, 0.92, 0.93, 0.94, 0.95])
     left = np.stack([np.ones(10), np.zeros(10)], 1)
     right = np.stack([sims, np.sqrt(1 - sims**2)], 1)
-    res = score_pairs(_pairs(gold, ["x"] * 5 + ["y"] * 5), left, right)
-    assert res.wmean == pytest.approx(100.0) and res.all < 0
+    return score_pairs(_pairs(gold, ["x"] * 5 + ["y"] * 5), left, right)
+
+
+def test_all_and_wmean_disagree_when_subsets_live_on_different_scales():
+    # wmean is 100, pooled "all" is far below: by hand, gold ranks 6..10,1..5 vs sim ranks 1..10
+    res = _two_scales()
+    d2 = sum((g - r) ** 2 for g, r in zip([6, 7, 8, 9, 10, 1, 2, 3, 4, 5], range(1, 11)))
+    assert res.wmean == pytest.approx(100.0) and res.all == pytest.approx(100 * (1 - 6 * d2 / (10 * 99)))
 
 
 @pytest.mark.slow
@@ -164,11 +170,7 @@ def test_cli_missing_model_is_one_clear_error(capsys, monkeypatch, tmp_path):
 
 
 def test_tables_default_to_wmean_and_name_their_columns():
-    gold = np.array([1, 2, 3, 4, 5, 0.1, 0.2, 0.3, 0.4, 0.5])
-    sims = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.91, 0.92, 0.93, 0.94, 0.95])
-    left = np.stack([np.ones(10), np.zeros(10)], 1)
-    right = np.stack([sims, np.sqrt(1 - sims**2)], 1)
-    res = score_pairs(_pairs(gold, ["x"] * 5 + ["y"] * 5), left, right)
+    res = _two_scales()
     assert results_table([res]).loc["ours", "TOY"] == pytest.approx(100.0)  # the papers' default: wmean
     assert results_table([res], "all", name="pooled").loc["pooled", "TOY"] == pytest.approx(res.all)
     with pytest.raises(ValueError, match="wmean"):
@@ -176,3 +178,20 @@ def test_tables_default_to_wmean_and_name_their_columns():
     subsets = subset_table([res])
     assert list(subsets.columns) == ["task", "subset", "pairs", "spearman"]  # the CLI indexes by these names
     assert subsets.values.tolist() == [["TOY", "x", 5, pytest.approx(100.0)], ["TOY", "y", 5, pytest.approx(100.0)]]
+
+
+def test_embedded_looks_sentences_up_and_evaluate_embedder_embeds_each_once():
+    from bertflow_mini.sts import Embedded
+
+    emb = Embedded(["a", "b"], np.array([[1.0, 0.0], [0.0, 2.0]]))
+    np.testing.assert_array_equal(emb(["b", "a", "b"]), [[0, 2], [1, 0], [0, 2]])
+    with pytest.raises(KeyError, match="1 sentence"):
+        emb(["c"])
+    with pytest.raises(ValueError, match="2 sentences but 1 vectors"):
+        Embedded(["a", "b"], np.ones((1, 2)))
+    calls = []
+    pairs = STSPairs("TOY", "test", ["a", "b", "a"], ["b", "c", "c"], np.array([1.0, 2.0, 3.0]), ["t"] * 3)
+    vecs = {"a": [1.0, 0.0], "b": [1.0, 1.0], "c": [0.0, 1.0]}  # cosines 0.71, 0.71, 0: ties ranked
+    res = evaluate_embedder(lambda s: calls.append(list(s)) or np.array([vecs[x] for x in s]), pairs)
+    assert calls == [["a", "b", "c"]]  # distinct sentences, first-seen order, one call
+    assert res.all == pytest.approx(100 * spearmanr([2**-0.5, 2**-0.5, 0.0], [1, 2, 3]).statistic)
