@@ -125,22 +125,6 @@ def resampled_scores(
     return _weighted_scores(checked, gold, draws)
 
 
-def bootstrap_differences(
-    sims_a: np.ndarray,
-    sims_b: np.ndarray,
-    gold: np.ndarray,
-    subsets: np.ndarray | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
-) -> np.ndarray:
-    """The bootstrap values of score(a) − score(b). A draw on which a subset's scores are all tied
-    has no Spearman; such draws are dropped (vanishingly rare on real STS data)."""
-    sims_a, sims_b, gold = _check(sims_a, sims_b, gold)
-    scores = resampled_scores({"a": sims_a, "b": sims_b}, gold, subsets, n_resamples, seed)
-    diffs = scores["a"] - scores["b"]
-    return diffs[np.isfinite(diffs)]
-
-
 def _interval(observed: float, diffs: np.ndarray, level: float) -> PairedDifference:
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, got {level}")

@@ -7,10 +7,10 @@ import pytest
 from scipy import stats
 
 from bertflow_mini.bootstrap import (
-    bootstrap_differences,
     compare,
     paired_bootstrap,
     resample_indices,
+    resampled_scores,
     spearman_rows,
 )
 from bertflow_mini.data import STSPairs
@@ -35,7 +35,8 @@ def test_spearman_rows_equals_scipy_row_by_row_with_ties():
 
 def test_every_resample_is_the_difference_scipy_computes_on_that_draw():
     good, worse, gold = _data(60)
-    diffs = bootstrap_differences(good, worse, gold, n_resamples=50, seed=7)
+    scores = resampled_scores({"a": good, "b": worse}, gold, n_resamples=50, seed=7)
+    diffs = scores["a"] - scores["b"]
     (draws,) = resample_indices(np.zeros(60), 50, np.random.default_rng(7))  # the same draws
     want = [
         100 * (stats.spearmanr(good[i], gold[i]).statistic - stats.spearmanr(worse[i], gold[i]).statistic)
