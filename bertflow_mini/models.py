@@ -463,9 +463,14 @@ def _encode(
     summary = _layer_summary(encoder, unique, max_length, batch_size, cache, progress)
     if spec is None:
         return np.ascontiguousarray(summary[: L + 1][:, inverse])
+    return _from_summary(summary, spec, L)[inverse]
+
+
+def _from_summary(summary: np.ndarray, spec: PoolingSpec, n_layers: int) -> np.ndarray:
+    """A mean or last-layer-CLS pooling read off :func:`_run_model`'s output."""
     if spec.tokens == "cls":  # the last layer's CLS: kept with the means, no extra pass
-        return np.ascontiguousarray(summary[L + 1][inverse])
-    return _pooled(summary[list(spec.layers)], spec.combine)[inverse]
+        return np.ascontiguousarray(summary[n_layers + 1])
+    return _pooled(summary[list(spec.layers)], spec.combine)
 
 
 def _needs_extremes(spec: PoolingSpec, n_layers: int) -> bool:
@@ -499,6 +504,36 @@ def encode(
     ``max_length=64`` is the paper's.
     """
     return _encode(encoder, sentences, pooling, max_length, batch_size, cache, progress)
+
+
+def encode_with_dropout(
+    encoder: Encoder,
+    sentences: Sequence[str],
+    pooling: Pooling = "first-last-avg",
+    *,
+    seed: int = 0,
+    max_length: int = 64,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> np.ndarray:
+    """Sentence embeddings computed with the encoder's dropout **on**, as BERT-flow's official code
+    computes the vectors it fits the flow on: every occurrence of a sentence (duplicates included)
+    gets its own dropout mask. Deterministic for a given ``seed`` (the global RNG is left as it was);
+    never cached. Mean poolings and the last layer's CLS only."""
+    sentences = _check_sentences(sentences)
+    if encoder.glove is not None:
+        raise ValueError("GloVe has no dropout: its sentence vectors are fixed word averages")
+    spec = parse_pooling(pooling, encoder.n_layers)
+    if _needs_extremes(spec, encoder.n_layers):
+        raise ValueError(f"pooling {pooling!r}: only mean poolings and the last layer's CLS")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        encoder.model.train()
+        try:
+            summary = _run_model(encoder, sentences, max_length, batch_size, progress)
+        finally:
+            encoder.model.eval()
+    return _from_summary(summary, spec, encoder.n_layers)
 
 
 def encode_layers(

@@ -10,6 +10,7 @@ from bertflow_mini import models
 from bertflow_mini.models import (
     encode,
     encode_layers,
+    encode_with_dropout,
     load_encoder,
     parse_pooling,
     pool,
@@ -333,3 +334,35 @@ def test_cache_is_invalidated_when_weights_change_with_the_same_mtime(tmp_path, 
         os.utime(w, ns=ns)  # what `cp -p` or `rsync -t` of another checkpoint does
     after = encode(load_encoder("tiny-bert", device="cpu"), SENTENCES, "last-avg", progress=False)
     assert not np.allclose(after, before, atol=1e-3)
+
+
+def test_encoding_with_dropout_is_seeded_noisy_per_occurrence_and_leaves_the_model_in_eval(tiny):
+    sentences = SENTENCES[:3] + SENTENCES[:1]  # a duplicate, as in the official pair list
+    state = torch.random.get_rng_state()
+    a = encode_with_dropout(tiny, sentences, "first-last-avg", seed=3, progress=False)
+    assert torch.equal(state, torch.random.get_rng_state())  # the global RNG is untouched
+    assert not tiny.model.training
+    b = encode_with_dropout(tiny, sentences, "first-last-avg", seed=3, progress=False)
+    np.testing.assert_array_equal(a, b)
+    c = encode_with_dropout(tiny, sentences, "first-last-avg", seed=4, progress=False)
+    assert not np.allclose(a, c)
+    assert not np.allclose(a[0], a[3])  # each occurrence has its own mask
+    clean = encode(tiny, sentences, "first-last-avg", cache=False, progress=False)
+    assert not np.allclose(a, clean, atol=1e-4)
+
+
+def test_encoding_with_dropout_at_p0_is_the_plain_encoding(tiny):
+    for module in tiny.model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    for pooling in ["first-last-avg", "last-avg", "cls"]:
+        noisy = encode_with_dropout(tiny, SENTENCES, pooling, progress=False)
+        clean = encode(tiny, SENTENCES, pooling, cache=False, progress=False)
+        np.testing.assert_allclose(noisy, clean, atol=1e-5)
+
+
+def test_encoding_with_dropout_refuses_what_it_cannot_do(tiny):
+    with pytest.raises(ValueError, match="only mean poolings"):
+        encode_with_dropout(tiny, SENTENCES, "max", progress=False)
+    with pytest.raises(ValueError):
+        encode_with_dropout(tiny, ["ok", float("nan")], progress=False)
