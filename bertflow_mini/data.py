@@ -291,7 +291,7 @@ def load_sts(task: str, split: str = "test", root: str | Path | None = None) -> 
     return _load_sick(data_root(root, need="sick") / "sick" / _SICK_FILES[split], split)
 
 
-def _lines(path: Path, task: str) -> list[tuple[int, str]]:
+def numbered_lines(path: Path, task: str) -> list[tuple[int, str]]:
     """(1-based line number, line without its newline) of one of ``task``'s files; CRLF files read
     the same as LF files. A missing file or bytes that are not UTF-8 raise an error naming them."""
     if not path.is_file():
@@ -330,7 +330,7 @@ def _load_sts_year(task: str, folder: Path) -> STSPairs:
     subsets: list[str] = []
     for subset in STS_SUBSETS[task]:
         inp, gold = folder / f"{prefix}.input.{subset}.txt", folder / f"{prefix}.gs.{subset}.txt"
-        pairs, golds = _lines(inp, task), _lines(gold, task)
+        pairs, golds = numbered_lines(inp, task), numbered_lines(gold, task)
         if len(pairs) != len(golds):
             short, n = (inp, len(pairs)) if len(pairs) < len(golds) else (gold, len(golds))
             raise ValueError(f"{short}:{n + 1}: {inp.name} has {len(pairs)} lines but {gold.name} has {len(golds)}")
@@ -350,7 +350,7 @@ def _load_sts_year(task: str, folder: Path) -> STSPairs:
 def _load_stsb(path: Path, split: str) -> STSPairs:
     """STS-B: genre, file, year, id, score, sentence1, sentence2 [, sources…] — plain TAB split, no CSV quoting."""
     rows = []
-    for number, line in _lines(path, "STSB"):
+    for number, line in numbered_lines(path, "STSB"):
         fields = line.split("\t")
         if len(fields) < 7:
             raise ValueError(f"{path}:{number}: expected at least 7 tab-separated fields, got {len(fields)}")
@@ -361,7 +361,7 @@ def _load_stsb(path: Path, split: str) -> STSPairs:
 def _load_sick(path: Path, split: str) -> STSPairs:
     """SICK: header, then pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment."""
     rows = []
-    for number, line in _lines(path, "SICK-R"):
+    for number, line in numbered_lines(path, "SICK-R"):
         fields = line.split("\t")
         if len(fields) != 5:
             raise ValueError(f"{path}:{number}: expected 5 tab-separated fields, got {len(fields)}")

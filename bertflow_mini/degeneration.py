@@ -128,7 +128,6 @@ class UnseenTokenRun:
 
     norms: np.ndarray  # ‖w_t‖ (the embedding only, never the bias)
     loss: np.ndarray  # mean_i log(1 + exp(w_tᵀh_i + b_t − c_i)): the part of the loss that moves
-    cos_to_final: np.ndarray  # cosine of the parameter at step t with the final one
     cos_to_optimal: np.ndarray  # cosine with the max-margin direction; NaN when there is none
     w: np.ndarray  # final embedding
     u: np.ndarray | None  # max-margin direction of the parameter (length d, or d + 1 with a bias)
@@ -180,7 +179,7 @@ def unseen_token_dynamics(
     u = None if origin_in_convex_hull(X) else optimal_direction(X)
     d = H.shape[1]
     return UnseenTokenRun(
-        norms=np.linalg.norm(ws[:, :d], axis=1), loss=loss, cos_to_final=unit @ unit[-1],
+        norms=np.linalg.norm(ws[:, :d], axis=1), loss=loss,
         cos_to_optimal=np.full(steps + 1, np.nan) if u is None else unit @ u, w=w[:d], u=u,
         biases=ws[:, d].copy() if bias else None,
     )

@@ -32,14 +32,6 @@ QNLI_SPLITS = {"train": "train.tsv", "dev": "dev.tsv"}  # test.tsv has no labels
 SICK_FILES = {"train": "SICK_train.txt", "trial": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
 
 
-def _lines(path: Path) -> list[tuple[int, str]]:
-    """(1-based line number, line) of a UTF-8 text file, newline characters only as line ends."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist")
-    text = path.read_text(encoding="utf-8").replace("\r\n", "\n")
-    return list(enumerate(text.removesuffix("\n").split("\n"), start=1))
-
-
 @dataclass(frozen=True)
 class LabelledPairs:
     """Sentence pairs with a binary label (1 = entails / answers)."""
@@ -78,13 +70,13 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
 
 def load_sick_entailment(split: str = "test", root: str | Path | None = None) -> LabelledPairs:
     """SICK pairs of ``split`` labelled 1 for ``ENTAILMENT``, 0 for ``NEUTRAL`` or ``CONTRADICTION``."""
-    from .data import data_root
+    from .data import data_root, numbered_lines
 
     if split not in SICK_FILES:
         raise ValueError(f"SICK has splits {tuple(SICK_FILES)}, not {split!r}")
     path = data_root(root, need="sick") / "sick" / SICK_FILES[split]
     first, second, labels = [], [], []
-    for number, line in _lines(path):
+    for number, line in numbered_lines(path, "SICK-R"):
         fields = line.split("\t")
         if number == 1:
             if len(fields) != 5 or fields[4] != "entailment_judgment":
@@ -104,13 +96,13 @@ def load_qnli(split: str = "dev", root: str | Path | None = None) -> LabelledPai
     Looks in ``root``, ``$BERTFLOW_DATA`` and the data cache for ``glue/QNLI/<split>.tsv``; downloads
     GLUE's official ``QNLIv2.zip`` (:data:`bertflow_mini.data.URLS`) into the cache when none has it.
     """
-    from .data import data_root
+    from .data import data_root, numbered_lines
 
     if split not in QNLI_SPLITS:
         raise ValueError(f"QNLI has labelled splits {tuple(QNLI_SPLITS)}, not {split!r}")
     path = data_root(root, need="glue/QNLI") / "glue" / "QNLI" / QNLI_SPLITS[split]
     first, second, labels = [], [], []
-    for number, line in _lines(path):
+    for number, line in numbered_lines(path, "QNLI"):
         fields = line.split("\t")
         if number == 1:
             if fields != ["index", "question", "sentence", "label"]:

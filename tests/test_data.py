@@ -251,7 +251,7 @@ def test_lines_split_as_text_mode_reads_them(tmp_path, newline, final):
     path.write_bytes(body.encode("utf-8"))
     with open(path, encoding="utf-8") as f:
         oracle = [(i, line.rstrip("\n")) for i, line in enumerate(f, start=1)]
-    assert data._lines(path, "STSB") == oracle == [(1, "a\tb"), (2, ""), (3, "c")]
+    assert data.numbered_lines(path, "STSB") == oracle == [(1, "a\tb"), (2, ""), (3, "c")]
 
 
 # ----------------------------------------------------------------------------------------------------

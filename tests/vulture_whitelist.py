@@ -17,3 +17,4 @@ _.pytestmark  # pytest: module-level marks
 _.binary_location  # selenium: ChromeOptions attribute, read by the driver (tests/test_book.py)
 _.data_dep_init_done  # normflows: attribute its ActNorm reads, set by tests comparing with it
 _.inv_perm  # normflows: attribute its Permute reads, set by tests comparing with it
+_.closure  # torch: Optimizer.step(closure) is the signature torch calls (flow.BertAdamW.step)
