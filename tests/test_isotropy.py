@@ -287,3 +287,17 @@ def test_singular_projection_and_offset_share():
     assert offset_share(pts) == pytest.approx(0.8)
     with pytest.raises(ValueError, match="k must be"):
         singular_projection(x, k=6)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["random_pair_cosines", "mean_random_cosine", "iso_score", "isotropy_measures",
+     "explained_variance_top", "isotropy_report", "singular_projection"],
+)
+def test_a_single_vector_is_refused_not_measured(name):
+    """One row has no pairs, no covariance and no spread: each measure says so instead of
+    returning NaN or a number of nothing (found by mutation testing: dropping ``min_rows`` survived)."""
+    import bertflow_mini.isotropy as iso
+
+    with pytest.raises(ValueError, match="at least 2"):
+        getattr(iso, name)(np.ones((1, 4)))

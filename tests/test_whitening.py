@@ -177,3 +177,20 @@ def test_all_but_the_top_with_an_explicit_number_of_directions():
     # Two rows suffice, and float32 stays float32 (as for Whitening).
     assert AllButTheTop().fit(x[:2]).transform(x[:2]).shape == (2, 20)
     assert AllButTheTop().fit(x).transform(x.astype(np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("make", [Whitening, AllButTheTop])
+def test_fitting_one_vector_is_refused(make):
+    with pytest.raises(ValueError, match="at least 2"):
+        make().fit(np.ones((1, 3)))
+
+
+def test_streaming_fit_keeps_the_regulariser_it_was_given():
+    """A constant column makes the covariance singular, so ``eps`` decides the whitening matrix:
+    the one-pass fit must use the same ``eps`` as the batch fit."""
+    rng = np.random.default_rng(4)
+    X = np.hstack([rng.normal(size=(200, 3)), np.full((200, 1), 2.0)])
+    batch = Whitening(eps=1e-2).fit(X)
+    stream = Whitening(eps=1e-2).fit_stream(np.array_split(X, 7))
+    np.testing.assert_allclose(stream.W, batch.W, rtol=1e-8, atol=1e-10)
+    assert np.isfinite(stream.transform(X)).all()
