@@ -68,27 +68,26 @@ def stsb_alignment_uniformity(embed, threshold: float = 4.0, split: str = "test"
             "uniformity": uniformity(embed(pairs.sentences()))}
 
 
-def method_geometry(encoder, methods, pooling="first-last-avg", threshold: float = 4.0, seed: int = 0):
+def method_geometry(evaluation, methods, pooling="first-last-avg", threshold: float = 4.0, seed: int = 0):
     """One row per method of :mod:`bertflow_mini.reproduce` (``simcse`` variants included): alignment,
-    uniformity and IsoScore of STS-B test sentences, each post-processor fitted as the STS table fits
-    it (on every STS-B sentence, no labels). IsoScore is :func:`bertflow_mini.isotropy.iso_score`."""
+    uniformity and IsoScore of STS-B test sentences. ``evaluation`` is the encoder's
+    :class:`bertflow_mini.reproduce.Evaluation`: each post-processor is the one its STS table uses
+    (fitted on every STS-B sentence, no labels), fitted once for both. IsoScore is
+    :func:`bertflow_mini.isotropy.iso_score`."""
     import pandas as pd
 
     from .data import load_sts
     from .isotropy import iso_score
-    from .reproduce import embed_task, make_postprocessor
-    from .simcse import simcse_encoder, split_method
+    from .simcse import split_method
 
     pairs = load_sts("STSB", "test")
     keep = pairs.scores >= threshold
     rows = {}
     for method in methods:
         tuned, post_name = split_method(method)
-        enc = simcse_encoder(encoder) if tuned else encoder
-        emb = embed_task(enc, "STSB", pooling, progress=False)
-        post = make_postprocessor(post_name, seed)
-        if post is not None:
-            post.fit(emb.vectors)
+        ev = evaluation.simcse() if tuned else evaluation
+        emb = ev.embedded("STSB", pooling)
+        post = ev.postprocessor("STSB", pooling, post_name, "target", seed)
         f = (lambda x: x) if post is None else post.transform
         a = f(emb([s for s, k in zip(pairs.sent1, keep) if k]))
         b = f(emb([s for s, k in zip(pairs.sent2, keep) if k]))

@@ -105,11 +105,13 @@ def hole_distances(X: np.ndarray, transform: Transform | None, plan: MixturePlan
     """k-NN distances (to the mapped reference rows) in the space ``transform`` maps to (None: X's own)
     of the real query rows, of mixtures formed in X's space then mapped (``mixed before``) and of
     mixtures formed in the mapped space (``mixed inside``). For an affine map the two mixtures are
-    the same points: an affine map sends convex combinations to the same convex combinations."""
+    the same points: an affine map sends convex combinations to the same convex combinations.
+    Without a map the two are one computation, done once."""
     f = transform or (lambda v: v)
     real, ref = f(X[query]), f(X[reference])
-    return {"real": knn_distance(real, ref, k), "mixed before": knn_distance(f(mix(X[query], plan)), ref, k),
-            "mixed inside": knn_distance(mix(real, plan), ref, k)}
+    inside = knn_distance(mix(real, plan), ref, k)
+    before = inside if transform is None else knn_distance(f(mix(X[query], plan)), ref, k)
+    return {"real": knn_distance(real, ref, k), "mixed before": before, "mixed inside": inside}
 
 
 def hole_table(distances: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:

@@ -204,18 +204,24 @@ class Evaluation:
             self._fitted[key] = post
         return self._fitted[key]
 
+    def simcse(self) -> Evaluation:
+        """The evaluation of this encoder fine-tuned by SimCSE (:mod:`bertflow_mini.simcse`), made once."""
+        from .simcse import simcse_encoder
+
+        if "simcse" not in self._fitted:
+            self._fitted["simcse"] = Evaluation(simcse_encoder(self.encoder), self.progress)
+        return self._fitted["simcse"]
+
     def similarities(
         self, task: str, pooling: Pooling, method: str = "none", fit: str = "target", seed: int = 0
     ) -> np.ndarray:
         """Cosine of each test pair of ``task`` after ``method`` (``simcse[+<method>]``: the encoder
         fine-tuned by SimCSE, :mod:`bertflow_mini.simcse`, then ``<method>``)."""
-        from .simcse import simcse_encoder, split_method
+        from .simcse import split_method
 
         tuned, method = split_method(method)
-        if tuned:  # SimCSE changes the encoder, not the space: its own Evaluation, made once
-            if "simcse" not in self._fitted:
-                self._fitted["simcse"] = Evaluation(simcse_encoder(self.encoder), self.progress)
-            return self._fitted["simcse"].similarities(task, pooling, method, fit, seed)
+        if tuned:  # SimCSE changes the encoder, not the space: its own Evaluation
+            return self.simcse().similarities(task, pooling, method, fit, seed)
         pairs, emb = self.pairs(task), self.embedded(task, pooling)
         a, b = emb(pairs.sent1), emb(pairs.sent2)
         post = self.postprocessor(task, pooling, method, fit, seed)

@@ -105,26 +105,34 @@ class TokenVectors:
 def token_vectors(encoder, sentences: Sequence[str], pooling: str = "first-last-avg", *,
                   max_length: int = 64, batch_size: int = 64, keep_special: bool = False) -> TokenVectors:
     """Per-token vectors of ``sentences``: the same layers the sentence pooling averages, per token
-    (their mean is the sentence vector when ``keep_special``; BERTScore drops [CLS] and [SEP])."""
+    (their mean is the sentence vector when ``keep_special``; BERTScore drops [CLS] and [SEP]).
+
+    Batches of similar length (longest first, as :func:`bertflow_mini.models.encode` does: little
+    padding) on one CPU thread (:mod:`bertflow_mini._threads`); the result is in input order."""
+    from ._threads import torch_threads
     from .models import pooling_layers
 
     if encoder.glove is not None:
         raise ValueError("token_vectors needs a transformer encoder")
     layers = list(pooling_layers(pooling if pooling != "cls" else "last-avg", encoder.n_layers))
     tok, special = encoder.tokenizer, set(encoder.tokenizer.all_special_ids)
-    vectors: list[np.ndarray] = []
-    ids: list[np.ndarray] = []
-    with torch.inference_mode():
-        for start in range(0, len(sentences), batch_size):
-            batch = tok(list(sentences[start : start + batch_size]), padding=True, truncation=True,
+    sentences = list(sentences)
+    lengths = [len(x) for x in tok(sentences, truncation=True, max_length=max_length)["input_ids"]]
+    order = np.argsort([-n for n in lengths], kind="stable")
+    vectors: list[np.ndarray] = [np.empty(0)] * len(sentences)
+    ids: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(sentences)
+    cpu = torch.device(encoder.device).type == "cpu"
+    with torch.inference_mode(), torch_threads(1 if cpu else None):
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            batch = tok([sentences[i] for i in rows], padding=True, truncation=True,
                         max_length=max_length, return_tensors="pt").to(encoder.device)
             hs = encoder.model(**batch, output_hidden_states=True).hidden_states
             h = torch.stack([hs[i] for i in layers]).mean(0).float().cpu().numpy()
-            for row, idx in zip(h, batch["input_ids"].cpu().numpy()):
+            for i, row, idx in zip(rows, h, batch["input_ids"].cpu().numpy()):
                 keep = np.array([keep_special or t not in special for t in idx])
                 keep &= idx != tok.pad_token_id
-                vectors.append(row[keep])
-                ids.append(idx[keep])
+                vectors[i], ids[i] = row[keep], idx[keep]
     return TokenVectors(vectors, ids)
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from bertflow_mini import neighbours
 from bertflow_mini.flow import ActNorm, AdditiveCoupling, Glow
 from bertflow_mini.flow_toys import (
     check_block,
@@ -15,7 +16,7 @@ from bertflow_mini.flow_toys import (
     randomize,
     steps_per_coordinate,
 )
-from bertflow_mini.neighbours import cosine_neighbours, knn_overlap
+from bertflow_mini.neighbours import cosine_neighbours, knn_overlap, knn_overlaps
 
 
 def test_cone_points_share_a_direction_and_moons_are_two_bands():
@@ -91,3 +92,32 @@ def test_knn_overlap_by_hand_and_its_invariances():
     assert knn_overlap(x, 3.0 * x @ q, 5) == 1.0  # cosine ignores rotation and scale
     with pytest.raises(ValueError, match="same rows"):
         knn_overlap(x, x[:10])
+
+
+def test_knn_overlaps_match_brute_force_and_find_each_space_once(monkeypatch):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(60, 6))
+    spaces = {"x": x, "noisy": x + 0.7 * rng.normal(size=x.shape), "other": rng.normal(size=x.shape)}
+    pairs = [("x", "noisy"), ("x", "other"), ("noisy", "other")]
+
+    def brute(a, b, k):  # full sort, Python sets: the definition, written out
+        def top(v):
+            u = v / np.linalg.norm(v, axis=1, keepdims=True)
+            s = u @ u.T
+            np.fill_diagonal(s, -np.inf)
+            return [set(np.argsort(-row)[:k]) for row in s]
+        return np.mean([len(p & q) / k for p, q in zip(top(a), top(b))])
+
+    calls = []
+    real = neighbours.cosine_neighbours
+    monkeypatch.setattr(neighbours, "cosine_neighbours", lambda v, k: calls.append(1) or real(v, k))
+    got = knn_overlaps(spaces, pairs, 5)
+    assert list(got) == ["x vs noisy", "x vs other", "noisy vs other"]
+    for a, b in pairs:
+        assert got[f"{a} vs {b}"] == pytest.approx(brute(spaces[a], spaces[b], 5), abs=1e-12)
+    assert len(calls) == 3  # three spaces, three pairs: each space's neighbours found once
+    assert got["x vs noisy"] > got["x vs other"]
+    with pytest.raises(ValueError, match="not given"):
+        knn_overlaps(spaces, [("x", "y")])
+    with pytest.raises(ValueError, match="k must be"):
+        knn_overlaps(spaces, pairs, 0)

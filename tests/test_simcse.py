@@ -158,3 +158,39 @@ def test_simcse_method_in_reproduce_is_the_tuned_encoder_without_post_processing
     assert simcse.split_method("whitening") == (False, "whitening")
     with pytest.raises(ValueError):
         simcse.simcse_encoder(load_encoder("glove-6B-50d"))
+
+
+def test_method_geometry_uses_the_tables_fits_and_matches_gao_et_als_measurement_by_hand(
+        tiny_bert_dir, mini_data, monkeypatch, one_torch_thread):
+    from bertflow_mini import reproduce as rp
+    from bertflow_mini import whitening
+    from bertflow_mini.alignment import method_geometry, stsb_alignment_uniformity
+    from bertflow_mini.data import load_sts
+    from bertflow_mini.isotropy import iso_score
+    from bertflow_mini.models import encode, load_encoder
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    monkeypatch.setattr(simcse, "DEFAULT", TINY)
+    base = load_encoder("tiny-bert", device="cpu")
+    fits = []
+    real_fit = whitening.Whitening.fit
+    monkeypatch.setattr(whitening.Whitening, "fit", lambda self, X: fits.append(len(X)) or real_fit(self, X))
+    evaluation = rp.Evaluation(base, progress=False)
+    got = method_geometry(evaluation, ["none", "whitening", "simcse"])
+    evaluation.score("STSB", "first-last-avg", "whitening")
+    assert len(fits) == 1  # one whitening, shared by the geometry and the STS table
+
+    every = rp.embed_task(base, "STSB", progress=False).vectors  # the table's fitting set
+    white = real_fit(whitening.Whitening(), every)
+    sentences = load_sts("STSB", "test").sentences()
+    for method, embed in {
+        "none": lambda s: encode(base, s, progress=False),
+        "whitening": lambda s: white.transform(encode(base, s, progress=False)),
+        "simcse": lambda s: encode(simcse.simcse_encoder(base), s, progress=False),
+    }.items():
+        want = stsb_alignment_uniformity(embed)
+        assert got.loc[method, "alignment"] == pytest.approx(want["alignment"], rel=1e-6)
+        assert got.loc[method, "uniformity"] == pytest.approx(want["uniformity"], rel=1e-6)
+        assert got.loc[method, "IsoScore"] == pytest.approx(iso_score(embed(sentences)), rel=1e-6)
+    assert got.loc["whitening", "IsoScore"] > got.loc["none", "IsoScore"]

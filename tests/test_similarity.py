@@ -100,5 +100,9 @@ def test_token_vectors_average_to_the_sentence_vector(tiny_bert_dir):
     content = sim.token_vectors(enc, sentences)
     n_tokens = [len(enc.tokenizer(s)["input_ids"]) - 2 for s in sentences]  # without [CLS] and [SEP]
     assert [len(v) for v in content.vectors] == n_tokens == [len(i) for i in content.ids]
+    # shortest first: sorted by length into other batches, the result still in input order
+    batched = sim.token_vectors(enc, sentences[::-1], batch_size=2)
+    for one, other in zip(content.vectors[::-1] + content.ids[::-1], batched.vectors + batched.ids):
+        np.testing.assert_allclose(one, other, atol=1e-5)
     mapped = content.mapped(sim.Standardisation().fit(content.stacked()))
     assert [len(v) for v in mapped.vectors] == n_tokens
