@@ -1,4 +1,4 @@
-"""Encoding throughput: bertflow_mini.models.encode against a naive loop, in the same run.
+"""Encoding throughput: bertflow_mini.encoders.encoder against a naive loop, in the same run.
 
     python benchmarks/bench_encode.py [--model all-MiniLM-L6-v2] [--repeats 2]
     python benchmarks/bench_encode.py --smoke      # 16 sentences, once: checks the script runs, times mean nothing
@@ -20,7 +20,8 @@ import time
 import torch
 
 from bertflow_mini.data import load_sts
-from bertflow_mini.models import encode, load_encoder
+from bertflow_mini.encoders.encoder import encode
+from bertflow_mini.encoders.names import load_encoder
 
 
 def naive_encode(enc, sentences: list[str], batch_size: int = 64, max_length: int = 64) -> torch.Tensor:

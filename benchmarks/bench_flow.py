@@ -16,7 +16,7 @@ and scored on the test sentences they never saw (held-out bits/dim) and on the S
 (Spearman x 100) — once on all 384 channels, once on the live channels only. all-MiniLM-L6-v2 has
 three dead channels (std ~1e-32, 1e-32, 2e-9); normflows' ActNorm scales each by ~1e6, which adds
 log(1e6) nats per channel and ActNorm to log p(x) without modelling anything, while ours centres
-them (bertflow_mini.flow.ActNorm, ``dead_tol``). On the live channels the two flows agree.
+them (bertflow_mini.postprocess.flow.ActNorm, ``dead_tol``). On the live channels the two flows agree.
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ import torch
 from torch import nn
 
 from bertflow_mini._threads import torch_threads
-from bertflow_mini.flow import Glow, fit_flow
-from bertflow_mini.whitening import AllButTheTop, StreamingWhitening, Whitening
+from bertflow_mini.postprocess.flow import Glow, fit_flow
+from bertflow_mini.postprocess.whitening import AllButTheTop, StreamingWhitening, Whitening
 
 
 def synthetic(n: int = 17_000, dim: int = 384, seed: int = 0) -> np.ndarray:
@@ -53,7 +53,8 @@ def stsb_embeddings() -> np.ndarray:
     code's training loop does. The encoder's disk cache makes every run after the first fast.
     """
     from bertflow_mini.data import load_sts
-    from bertflow_mini.models import encode, load_encoder
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.encoders.names import load_encoder
 
     sentences = []
     for split in ("train", "dev", "test"):
@@ -83,7 +84,7 @@ def stsb_split(x: np.ndarray) -> Split:
     """Rows of ``x`` (from :func:`stsb_embeddings`): fit on the train+dev pairs' sentences, hold out
     the test sentences that are not among them, score the test pairs."""
     from bertflow_mini.data import load_sts
-    from bertflow_mini.sts import score_pairs
+    from bertflow_mini.evaluation.sts import score_pairs
 
     sentences = []
     for split in ("train", "dev", "test"):

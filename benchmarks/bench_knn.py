@@ -19,7 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bertflow_mini.frequency import exclusion_counts, frequency_norm_correlation, frequency_table, published_table1
+from bertflow_mini.geometry.frequency import (
+    exclusion_counts,
+    frequency_norm_correlation,
+    frequency_table,
+    published_table1,
+)
 
 
 def _timed(label: str, fn):

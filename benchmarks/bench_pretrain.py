@@ -34,14 +34,15 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bertflow_mini import pretrain  # noqa: E402
-from bertflow_mini.corpus import corpus_sentences, split_held_out  # noqa: E402
+from bertflow_mini.encoders import pretrain  # noqa: E402
+from bertflow_mini.data.corpus import corpus_sentences, split_held_out  # noqa: E402
 from bertflow_mini.data import TASKS, load_sts  # noqa: E402
-from bertflow_mini.isotropy import mean_random_cosine  # noqa: E402
-from bertflow_mini.mlm import length_batches, tokenize, train_step, adamw, warmup_linear  # noqa: E402
-from bertflow_mini.models import encode, load_encoder  # noqa: E402
-from bertflow_mini.reproduce import published_rows, reproduce  # noqa: E402
-from bertflow_mini.sts import score_similarities, word_overlap  # noqa: E402
+from bertflow_mini.geometry.isotropy import mean_random_cosine  # noqa: E402
+from bertflow_mini.encoders.mlm import length_batches, tokenize, train_step, adamw, warmup_linear  # noqa: E402
+from bertflow_mini.encoders.encoder import encode
+from bertflow_mini.encoders.names import load_encoder  # noqa: E402
+from bertflow_mini.evaluation.reproduce import published_rows, reproduce  # noqa: E402
+from bertflow_mini.evaluation.sts import score_similarities, word_overlap  # noqa: E402
 
 METHODS = ("none", "whitening", "flow")
 

@@ -1,4 +1,4 @@
 """``python -m bertflow_mini …`` — see :mod:`bertflow_mini.cli`."""
-from .cli import main
+from bertflow_mini.cli import main
 
 raise SystemExit(main())

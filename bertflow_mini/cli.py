@@ -17,8 +17,9 @@ from dataclasses import asdict
 
 import pandas as pd
 
-from .data import TASKS, canonical_task
-from .models import default_model
+from bertflow_mini.data import TASKS
+from bertflow_mini.data.datasets import canonical_task
+from bertflow_mini.encoders.names import default_model
 
 
 def _pooling(text: str):
@@ -37,7 +38,7 @@ DEFAULT_MODEL = default_model()
 
 def _default_pooling(encoder) -> str:
     """Averaged word vectors for GloVe; the paper's first-last average for transformers."""
-    return "avg" if encoder.glove is not None else "first-last-avg"
+    return "first-last-avg" if encoder.is_transformer else "avg"
 
 
 def _model(p: argparse.ArgumentParser) -> None:
@@ -59,8 +60,9 @@ def _print_table(df: pd.DataFrame) -> None:
 
 
 def cmd_sts(args: argparse.Namespace) -> int:
-    from .models import encode, load_encoder
-    from .sts import evaluate, results_table, subset_table
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.encoders.names import load_encoder
+    from bertflow_mini.evaluation.sts import evaluate, results_table, subset_table
 
     model = args.model
     encoder = load_encoder(model)
@@ -79,9 +81,14 @@ def cmd_sts(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from .models import load_encoder
-    from .pretrain import parse_name
-    from .reproduce import default_methods, published_rows, reproduce, word_overlap_row
+    from bertflow_mini.encoders.names import load_encoder
+    from bertflow_mini.encoders.pretrain import parse_name
+    from bertflow_mini.evaluation.reproduce import (
+        default_methods,
+        published_rows,
+        reproduce,
+        word_overlap_row,
+    )
 
     model = args.model
     encoder = load_encoder(model)
@@ -118,8 +125,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def cmd_encode(args: argparse.Namespace) -> int:
     """Fill the embedding cache for every dataset (so the chapters run on a warm cache)."""
-    from .models import load_encoder
-    from .reproduce import embed_task
+    from bertflow_mini.encoders.names import load_encoder
+    from bertflow_mini.evaluation.reproduce import embed_task
 
     encoder = load_encoder(args.model)
     for task in args.tasks:
@@ -130,7 +137,13 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
 def cmd_pretrain(args: argparse.Namespace) -> int:
     """Pretrain scratch-bert (or a changed recipe) unless the cache already holds it; print its summary."""
-    from .pretrain import checkpoint, run_dir, steps_for_minutes, training_log, with_overrides
+    from bertflow_mini.encoders.pretrain import (
+        checkpoint,
+        run_dir,
+        steps_for_minutes,
+        training_log,
+        with_overrides,
+    )
 
     if args.minutes is not None:
         if args.steps is not None:
@@ -156,16 +169,16 @@ def cmd_simcse(args: argparse.Namespace) -> int:
     and with the base model (what chapter 7 reads)."""
     import torch
 
-    from .models import load_encoder
-    from .reproduce import embed_task
-    from .simcse import SUFFIX, training_log
+    from bertflow_mini.encoders.names import load_encoder, training_log_of
+    from bertflow_mini.encoders.simcse import SUFFIX
+    from bertflow_mini.evaluation.reproduce import embed_task
 
     for model in args.models:
         name = model if model.endswith(SUFFIX) else model + SUFFIX
         if args.threads:
             torch.set_num_threads(args.threads)  # simcse.train_and_save keeps this setting
-        encoder = load_encoder(name)  # trains on first use (bertflow_mini.simcse.checkpoint)
-        losses, info = training_log(name)
+        encoder = load_encoder(name)  # trains on first use (bertflow_mini.encoders.names.resolve_model)
+        losses, info = training_log_of(name)
         print(f"{name}: {len(losses)} steps, loss {losses[:10].mean():.3f} -> {losses[-10:].mean():.3f}, "
               f"trained in {info['seconds'] / 60:.1f} min  [{encoder.source}]")
         base = load_encoder(name[: -len(SUFFIX)])  # chapter 7 compares the two

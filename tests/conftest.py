@@ -120,7 +120,7 @@ def mini_data(tmp_path_factory) -> Path:
         write(root / "sts" / "STSBenchmark" / f.name, lines(f)[: MINI_PAIRS["stsb"]])
     for f in sorted((DATA_DIR / "sick").glob("SICK_*.txt")):
         write(root / "sick" / f.name, lines(f)[: MINI_PAIRS["sick"] + 1])  # + the header line
-    from bertflow_mini.data import STS_SUBSETS  # SentEval's subsets (the folders hold more, e.g. STS12's ALL)
+    from bertflow_mini.data.datasets import STS_SUBSETS  # SentEval's subsets (the folders hold more, e.g. STS12's ALL)
 
     for year in STS_YEARS:
         prefix = "STS2016" if year == "STS16" else "STS"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
 
-from bertflow_mini.alignment import alignment, stsb_alignment_uniformity, uniformity
+from bertflow_mini.geometry.alignment import alignment, stsb_alignment_uniformity, uniformity
 
 
 def test_alignment_by_hand():

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from bertflow_mini.bases import (
+from bertflow_mini.geometry.bases import (
     cosine_neighbours,
     cosine_table,
     gram_cosine,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bertflow_mini.output_check import parse_marker
+from bertflow_mini.chapters.output_check import parse_marker
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((REPO / "_config.yml").read_text())

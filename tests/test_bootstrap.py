@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bertflow_mini.bootstrap import (
+from bertflow_mini.evaluation.bootstrap import (
     compare,
     paired_bootstrap,
     resample_indices,
@@ -14,7 +14,7 @@ from bertflow_mini.bootstrap import (
     spearman_rows,
 )
 from bertflow_mini.data import STSPairs
-from bertflow_mini.sts import score_similarities
+from bertflow_mini.evaluation.sts import score_similarities
 
 
 def _data(n: int = 200, seed: int = 0):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertflow_mini.chapter import seed_everything, setup
+from bertflow_mini.chapters import seed_everything, setup
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +46,7 @@ def test_setup_with_the_mirror_names_model_data_device_and_seeds(tiny_bert_dir, 
     seed_everything(3)
     assert after_setup == draws()  # setup(seed=3) left every generator exactly as seed_everything(3) does
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "model : tiny-bert  [local mirror ($BERTFLOW_MODELS)]"
+    assert lines[0] == "model : tiny-bert  (named in the chapter) [local mirror ($BERTFLOW_MODELS)]"
     assert lines[1] == "data  : local mirror ($BERTFLOW_DATA)"
     device = "cuda" if torch.cuda.is_available() else "cpu"
     assert lines[2].startswith(f"device: {device}   torch {torch.__version__.split('+')[0]}") and lines[2].endswith("seed 3")
@@ -59,23 +59,56 @@ def test_setup_without_a_mirror_says_the_hub_and_the_download_urls(tmp_path, mon
     monkeypatch.delenv("BERTFLOW_DATA")
     assert setup("bert-base-uncased") == "bert-base-uncased"
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "model : bert-base-uncased  [Hugging Face hub (bert-base-uncased)]"
-    assert out[1] == "data  : official download URLs (cached)"
+    assert out[0] == "model : bert-base-uncased  (named in the chapter) [Hugging Face hub (bert-base-uncased)]"
+    assert out[1] == "data  : the hub / official URLs (cached)"
 
 
 def test_setup_default_is_scratch_bert_from_this_machines_cache(tiny_bert_dir, tmp_path, monkeypatch, capsys):
     import shutil
 
     from bertflow_mini._io import cache_dir
-    from bertflow_mini.pretrain import DEFAULT, run_dir
+    from bertflow_mini.encoders.pretrain import DEFAULT, run_dir
 
     (tmp_path / "mirror").mkdir()
     monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path / "mirror"))  # a mirror without scratch-bert
     assert run_dir(DEFAULT).is_relative_to(cache_dir())  # the test's private cache (conftest)
     shutil.copytree(tiny_bert_dir, run_dir(DEFAULT) / "pct-100")  # stands in for the pretrained one
+    monkeypatch.delenv("BERTFLOW_MODEL", raising=False)
     assert setup() == "scratch-bert"
     first = capsys.readouterr().out.splitlines()[0]
-    assert first.startswith("model : scratch-bert  [pretrained on this machine (") and first.endswith("pct-100)]")
+    assert first.startswith("model : scratch-bert  (a local mirror is configured ($BERTFLOW_MODELS): the book's own model) "
+                            "[built on this machine (") and first.endswith("pct-100)]")
+
+
+def test_the_default_model_is_the_env_var_then_the_book_model_offline_then_bert_base_in_colab(monkeypatch):
+    from bertflow_mini.encoders import names
+
+    monkeypatch.setenv("BERTFLOW_MODEL", "all-MiniLM-L6-v2")
+    assert names.default_model() == "all-MiniLM-L6-v2" and "BERTFLOW_MODEL" in names.why_default()
+    monkeypatch.delenv("BERTFLOW_MODEL")
+    monkeypatch.setenv("BERTFLOW_MODELS", "/a/mirror")
+    monkeypatch.setattr(names, "hub_reachable", lambda: True)
+    assert names.default_model() == "scratch-bert"  # a mirror is configured: the project's machines, CI
+    monkeypatch.delenv("BERTFLOW_MODELS")
+    assert names.default_model() == "bert-base-uncased"  # Colab: no mirror, the hub answers
+    monkeypatch.setattr(names, "hub_reachable", lambda: False)
+    assert names.default_model() == "scratch-bert"  # offline without a mirror: trained here
+
+
+def test_a_claim_fails_the_chapter_for_the_book_model_and_is_a_visible_note_for_any_other(capsys):
+    from bertflow_mini.chapters import chapter as chapter_setup
+    from bertflow_mini.chapters.chapter import ClaimError, claim
+
+    chapter_setup._STATE["model"] = "scratch-bert"
+    assert claim(2 > 1, "two beats one") is True
+    with pytest.raises(ClaimError, match="the control beats the model.*no longer holds"):
+        claim(False, "the control beats the model", "66.2 vs 63.8")
+    chapter_setup._STATE["model"] = "bert-base-uncased"
+    assert claim(False, "the control beats the model", "63.0 vs 67.1") is False
+    out = capsys.readouterr().out
+    assert out.startswith("NOTE: the text says 'the control beats the model', written for scratch-bert; "
+                          "on bert-base-uncased this does not hold: 63.0 vs 67.1")
+    chapter_setup._STATE["model"] = "scratch-bert"
 
 
 def test_glue_uses_myst_nb_when_installed_and_only_displays_without_it(monkeypatch):
@@ -83,7 +116,7 @@ def test_glue_uses_myst_nb_when_installed_and_only_displays_without_it(monkeypat
     import sys
     import types
 
-    from bertflow_mini import chapter
+    from bertflow_mini import chapters as chapter
 
     calls = []
     fake = types.ModuleType("myst_nb")
@@ -113,7 +146,7 @@ def test_glue_gives_myst_nb_plain_python_numbers(monkeypatch):
     import sys
     import types
 
-    from bertflow_mini import chapter
+    from bertflow_mini import chapters as chapter
 
     got = []
     fake = types.ModuleType("myst_nb")

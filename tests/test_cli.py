@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bertflow_mini import models
+from bertflow_mini.encoders import encoder as models
+from bertflow_mini.encoders import names
 from bertflow_mini.cli import main
 
 
@@ -27,7 +28,7 @@ def test_encode_fills_the_cache_for_every_sentence_of_each_task(tiny_bert_dir, m
     assert len(list(models.cache_dir("embeddings").glob("tiny-bert-*.npy"))) == 2  # one entry per dataset
 
     # Now every pooling of those sentences comes from the cache: the model never runs.
-    enc = models.load_encoder("tiny-bert", device="cpu")
+    enc = names.load_encoder("tiny-bert", device="cpu")
     fresh = models.encode(enc, stsb, "cls", cache=False, progress=False)
 
     def no_model(*args, **kwargs):
@@ -41,7 +42,7 @@ def test_encode_fills_the_cache_for_every_sentence_of_each_task(tiny_bert_dir, m
 
 
 def test_encode_with_a_missing_dataset_is_one_clear_error(tiny_bert_dir, tmp_path, monkeypatch, capsys):
-    from bertflow_mini import data
+    from bertflow_mini.data import datasets as data
 
     for key in data.URLS:  # no download either
         monkeypatch.setitem(data.URLS, key, f"http://127.0.0.1:9/blocked/{key}")
@@ -53,7 +54,7 @@ def test_encode_with_a_missing_dataset_is_one_clear_error(tiny_bert_dir, tmp_pat
 
 def test_simcse_command_trains_once_then_encodes_and_reproduce_prints_the_simcse_rows(
         tiny_bert_dir, mini_data, monkeypatch, capsys, one_torch_thread):
-    from bertflow_mini import simcse
+    from bertflow_mini.encoders import simcse
 
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
@@ -72,8 +73,8 @@ def test_simcse_command_trains_once_then_encodes_and_reproduce_prints_the_simcse
 
     result = json.loads(capsys.readouterr().out)
     assert list(result["mean"]) == ["none", "whitening", "simcse", "simcse+whitening"]
-    from bertflow_mini.reproduce import evaluate_method
+    from bertflow_mini.evaluation.reproduce import evaluate_method
 
-    tuned = models.load_encoder("tiny-bert+simcse", device="cpu")
+    tuned = names.load_encoder("tiny-bert+simcse", device="cpu")
     want = evaluate_method(tuned, "STSB", "first-last-avg", "none", progress=False).wmean
     assert result["mean"]["simcse"]["STSB"] == pytest.approx(want)

@@ -127,7 +127,7 @@ def test_first_cell_with_bert_base_sets_up_and_installs_only_in_colab(chapter, b
     namespace, shell = run_cell(source)
     assert [name for name, _ in shell.magics if name == "pip"] == []
     assert namespace["MODEL"] == COLAB_MODEL
-    assert f"model : {COLAB_MODEL}  [local mirror ($BERTFLOW_MODELS)]" in capsys.readouterr().out.splitlines()
+    assert f"model : {COLAB_MODEL}  (named in the chapter) [local mirror ($BERTFLOW_MODELS)]" in capsys.readouterr().out.splitlines()
 
     # In Colab (google.colab imported): one `%pip install` of this package from the configured repository.
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
@@ -150,7 +150,7 @@ def test_colab_edit_handles_each_form_of_the_model_line():
 
 # ----------------------------------------------------------------------------- loading and reproducing
 def test_bert_base_loads_from_the_mirror_with_its_width_and_vocabulary(bert_base_mirror, monkeypatch):
-    from bertflow_mini.models import load_encoder
+    from bertflow_mini.encoders.names import load_encoder
 
     monkeypatch.setenv("BERTFLOW_MODELS", str(bert_base_mirror))
     encoder = load_encoder(COLAB_MODEL, device="cpu")
@@ -274,7 +274,7 @@ def test_declared_dependencies_cover_every_import_of_the_package():
     book = declared(PYPROJECT["project"]["optional-dependencies"]["book"])
     distributions = importlib.metadata.packages_distributions()  # import name -> installed distributions
     missing, used = [], set()
-    for module in sorted((REPO / "bertflow_mini").glob("*.py")):
+    for module in sorted((REPO / "bertflow_mini").rglob("*.py")):
         allowed = core | book if module.stem in BOOK_TOOLS else core
         for name, optional in third_party_imports(module).items():
             dists = {canonicalize_name(d) for d in distributions.get(name, [])}

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from bertflow_mini.contextual import token_states
-from bertflow_mini.models import load_encoder
+from bertflow_mini.geometry.contextual import token_states
+from bertflow_mini.encoders.names import load_encoder
 
 
 def test_token_states_are_the_hidden_states_of_the_real_tokens(tiny_bert_dir, one_torch_thread):

@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from bertflow_mini.data import STSPairs
-from bertflow_mini.sts import score_similarities, word_overlap
+from bertflow_mini.evaluation.sts import score_similarities, word_overlap
 
 
 def test_word_overlap_by_hand():
@@ -33,7 +33,7 @@ def test_word_overlap_on_stsb_matches_the_issues_measurement():
     from conftest import SHARED, need
 
     need(SHARED / "data" / "sts")
-    from bertflow_mini.reproduce import word_overlap_row
+    from bertflow_mini.evaluation.reproduce import word_overlap_row
 
     row = word_overlap_row(["STSB"])
     assert row.loc["word overlap (no model)", "STSB"] == pytest.approx(56.5, abs=0.05)

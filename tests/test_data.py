@@ -10,9 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bertflow_mini import data
-from bertflow_mini.data import (STS_SUBSETS, TASKS, DataNotFoundError, GloVe, canonical_task, data_root,
-                                glove_embed, load_glove, load_sts, splits, tokenize_words)
+from bertflow_mini.data import datasets as data
+from bertflow_mini.data.datasets import (
+    STS_SUBSETS,
+    DataNotFoundError,
+    GloVe,
+    canonical_task,
+    data_root,
+    splits,
+    tokenize_words,
+)
+from bertflow_mini.data import TASKS, load_glove, load_sts
+from bertflow_mini.encoders.glove import glove_embed
 
 MIRROR = Path(os.environ.get("BERTFLOW_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 

@@ -1,4 +1,4 @@
-"""Tests for bertflow_mini.degeneration: hull LP, unseen-token dynamics (with and without a bias),
+"""Tests for bertflow_mini.geometry.degeneration: hull LP, unseen-token dynamics (with and without a bias),
 LayerNorm's separating hyperplane, cosine regulariser, Zipf toy."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import scipy.spatial
 import torch
 
-from bertflow_mini.degeneration import (
+from bertflow_mini.geometry.degeneration import (
     cosine_regularizer,
     layernorm_separator,
     make_hidden_states,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bertflow_mini import entailment as ent
+from bertflow_mini.evaluation import entailment as ent
 
 
 def test_auc_equals_the_fraction_of_correctly_ordered_pairs():
@@ -51,7 +51,7 @@ def test_qnli_reads_the_glue_layout(tmp_path):
 
 
 def test_qnli_offline_is_one_error_naming_the_variable_and_the_url(tmp_path, monkeypatch):
-    from bertflow_mini import data
+    from bertflow_mini.data import datasets as data
 
     monkeypatch.setitem(data.URLS, "QNLI", "http://127.0.0.1:9/blocked/QNLIv2.zip")
     monkeypatch.setenv("BERTFLOW_DATA", str(tmp_path / "empty"))
@@ -64,7 +64,7 @@ def test_qnli_offline_is_one_error_naming_the_variable_and_the_url(tmp_path, mon
 
 
 def test_cosine_auc_is_perfect_when_entailing_pairs_are_copies():
-    from bertflow_mini.whitening import Whitening
+    from bertflow_mini.postprocess.whitening import Whitening
 
     rng = np.random.default_rng(0)
     vocab = {f"s{i}": rng.normal(size=8) for i in range(40)}

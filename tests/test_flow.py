@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.autograd.functional import jacobian
 
-from bertflow_mini.flow import (
+from bertflow_mini.postprocess.flow import (
     ActNorm,
     AdditiveCoupling,
     AffineCoupling,
@@ -23,7 +23,7 @@ from bertflow_mini.flow import (
     Shuffle,
     fit_flow,
 )
-from bertflow_mini.flow_toys import randomize as toys_randomize
+from bertflow_mini.chapters.flow_toys import randomize as toys_randomize
 
 try:
     import normflows as nf  # a test-only dependency: pip install -e ".[test]"

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from bertflow_mini import neighbours
-from bertflow_mini.flow import ActNorm, AdditiveCoupling, Glow
-from bertflow_mini.flow_toys import (
+from bertflow_mini.geometry import neighbours
+from bertflow_mini.postprocess.flow import ActNorm, AdditiveCoupling, Glow
+from bertflow_mini.chapters.flow_toys import (
     check_block,
     density_grid,
     excite_coupling,
@@ -16,7 +16,7 @@ from bertflow_mini.flow_toys import (
     randomize,
     steps_per_coordinate,
 )
-from bertflow_mini.neighbours import cosine_neighbours, knn_overlap, knn_overlaps
+from bertflow_mini.geometry.neighbours import cosine_neighbours, knn_overlap, knn_overlaps
 
 
 def test_cone_points_share_a_direction_and_moons_are_two_bands():

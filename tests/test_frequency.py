@@ -1,10 +1,10 @@
-"""Tests for bertflow_mini.frequency: exact k-NN, rank buckets, the whole-word filter and Table 1."""
+"""Tests for bertflow_mini.geometry.frequency: exact k-NN, rank buckets, the whole-word filter and Table 1."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bertflow_mini.frequency import (
+from bertflow_mini.geometry.frequency import (
     assign_buckets,
     bucket_labels,
     exclusion_counts,
@@ -151,7 +151,7 @@ def test_table_rejects_mismatched_words():
 
 
 def test_side_by_side_pairs_each_bucket_with_the_paper():
-    from bertflow_mini.frequency import published_table1, side_by_side
+    from bertflow_mini.geometry.frequency import published_table1, side_by_side
 
     ours = published_table1().fillna(1.0) * 2  # a stand-in table of the right shape
     both = side_by_side(ours, "ours")
@@ -163,7 +163,7 @@ def test_side_by_side_pairs_each_bucket_with_the_paper():
 
 # ----------------------------------------------------------------------------- unknown words, comparisons
 def test_unknown_words_rank_last_or_are_dropped():
-    from bertflow_mini.frequency import known_word_rows
+    from bertflow_mini.geometry.frequency import known_word_rows
 
     rng = np.random.default_rng(20)
     words = ["the", "zzqxj", "cat", "[CLS]", "dog", "qqzzv", "of", "a", "is", "in"]
@@ -189,7 +189,7 @@ def test_unknown_words_rank_last_or_are_dropped():
 
 
 def test_table1_comparison_stacks_the_paper_and_computes_the_trend():
-    from bertflow_mini.frequency import published_table1, table1_comparison
+    from bertflow_mini.geometry.frequency import published_table1, table1_comparison
 
     paper = published_table1()
     mine = paper * 2.0
@@ -204,7 +204,7 @@ def test_table1_comparison_stacks_the_paper_and_computes_the_trend():
 
 
 def test_norm_by_corpus_count_by_hand():
-    from bertflow_mini.frequency import norm_by_corpus_count
+    from bertflow_mini.geometry.frequency import norm_by_corpus_count
 
     E0 = np.zeros((6, 2)) + np.array([1.0, 0.0])
     shift = np.array([[0, 1], [0, 2], [1, 0], [-1, 0], [0, 1], [3, 4]], dtype=float)
@@ -222,7 +222,7 @@ def test_norm_by_corpus_count_by_hand():
 
 
 def test_checkpoint_token_counts_explains_a_missing_file(tmp_path):
-    from bertflow_mini.frequency import checkpoint_token_counts
+    from bertflow_mini.encoders.checkpoints import checkpoint_token_counts
 
     with pytest.raises(FileNotFoundError, match="token_counts.npy"):
         checkpoint_token_counts(str(tmp_path))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from bertflow_mini import holes
+from bertflow_mini.geometry import holes
 
 
 def test_split_is_a_partition():
@@ -77,7 +77,7 @@ def test_hole_table_affine_space_agrees_both_ways_and_a_nonlinear_one_need_not()
 
 
 def test_token_counts_fall_back_to_the_sentences_and_content_ids_drop_cls_sep(tiny_bert_dir):
-    from bertflow_mini.models import load_encoder
+    from bertflow_mini.encoders.names import load_encoder
 
     enc = load_encoder(str(tiny_bert_dir), device="cpu")
     sentences = ["the cat", "the dog the"]

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bertflow_mini.isotropy import (
+from bertflow_mini.geometry.isotropy import (
     compare,
     explained_variance_top,
     isotropy_report,
@@ -143,7 +143,7 @@ def test_specific_errors():
 
 
 def test_random_pair_cosines_are_cosines_of_distinct_rows():
-    from bertflow_mini.isotropy import random_pair_cosines
+    from bertflow_mini.geometry.isotropy import random_pair_cosines
 
     x = np.eye(3)  # distinct rows are orthogonal, a row with itself would give 1
     assert (random_pair_cosines(x, n_pairs=500) == 0.0).all()
@@ -175,7 +175,7 @@ def test_two_rows_are_enough():
     assert mean_random_cosine(x, n_pairs=None) == pytest.approx(1 / np.sqrt(2), abs=1e-15)
     assert explained_variance_top(x, 1) == pytest.approx(1.0)  # two points span one direction
     assert isotropy_report(x)["top1_var"] == pytest.approx(1.0)
-    from bertflow_mini.isotropy import random_pair_cosines
+    from bertflow_mini.geometry.isotropy import random_pair_cosines
 
     assert random_pair_cosines(x, n_pairs=1).shape == (1,)  # one pair is a valid request
 
@@ -208,7 +208,7 @@ def test_one_row_is_an_error_not_a_nan(fn):
 # ----------------------------------------------------------------------------- scale, IsoScore, clouds
 def test_iso_score_agrees_with_the_authors_package():
     IsoScore = pytest.importorskip("IsoScore.IsoScore")
-    from bertflow_mini.isotropy import iso_score
+    from bertflow_mini.geometry.isotropy import iso_score
 
     rng = np.random.default_rng(12)
     for x in [rng.normal(size=(400, 12)) * np.linspace(3, 0.1, 12), rng.normal(size=(300, 5)) + 4.0,
@@ -217,7 +217,7 @@ def test_iso_score_agrees_with_the_authors_package():
 
 
 def test_iso_score_extremes_scale_and_mean():
-    from bertflow_mini.isotropy import iso_score
+    from bertflow_mini.geometry.isotropy import iso_score
 
     rng = np.random.default_rng(13)
     line = np.outer(rng.normal(size=500), rng.normal(size=6))  # one direction holds all variance
@@ -230,7 +230,7 @@ def test_iso_score_extremes_scale_and_mean():
 
 
 def test_normalised_isotropy_is_scale_free_and_raw_is_not():
-    from bertflow_mini.isotropy import gaussian_cloud
+    from bertflow_mini.geometry.isotropy import gaussian_cloud
 
     x = gaussian_cloud(3000, 32, seed=1)
     raw = [isotropy_score(s * x) for s in (1, 3, 5)]
@@ -238,13 +238,13 @@ def test_normalised_isotropy_is_scale_free_and_raw_is_not():
     norm = [isotropy_score(s * x, normalise=True) for s in (0.1, 1, 3, 5)]
     assert max(norm) - min(norm) < 1e-9 and min(norm) > 0.9
     # normalise=True is exactly the raw score of the cloud scaled to unit RMS norm
-    from bertflow_mini.isotropy import rms_norm
+    from bertflow_mini.geometry.isotropy import rms_norm
 
     assert isotropy_score(5 * x, normalise=True) == pytest.approx(isotropy_score(x / rms_norm(x)), rel=1e-12)
 
 
 def test_gaussian_cloud_has_the_stated_moments_and_the_prediction_holds():
-    from bertflow_mini.isotropy import gaussian_cloud, power_spectrum, predicted_cosine
+    from bertflow_mini.geometry.isotropy import gaussian_cloud, power_spectrum, predicted_cosine
 
     lam = power_spectrum(16, 1.0)
     assert lam.sum() == pytest.approx(16) and np.all(np.diff(lam) < 0)
@@ -262,7 +262,7 @@ def test_gaussian_cloud_has_the_stated_moments_and_the_prediction_holds():
 
 
 def test_isotropy_table_rows_and_columns():
-    from bertflow_mini.isotropy import isotropy_table
+    from bertflow_mini.geometry.isotropy import isotropy_table
 
     x = np.random.default_rng(14).normal(size=(500, 8))
     t = isotropy_table({"a": x, "b": x + 3})
@@ -274,7 +274,7 @@ def test_isotropy_table_rows_and_columns():
 
 
 def test_singular_projection_and_offset_share():
-    from bertflow_mini.isotropy import offset_share, singular_projection
+    from bertflow_mini.geometry.isotropy import offset_share, singular_projection
 
     rng = np.random.default_rng(15)
     x = rng.normal(size=(300, 5)) + np.array([10.0, 0, 0, 0, 0])
@@ -297,7 +297,7 @@ def test_singular_projection_and_offset_share():
 def test_a_single_vector_is_refused_not_measured(name):
     """One row has no pairs, no covariance and no spread: each measure says so instead of
     returning NaN or a number of nothing (found by mutation testing: dropping ``min_rows`` survived)."""
-    import bertflow_mini.isotropy as iso
+    import bertflow_mini.geometry.isotropy as iso
 
     with pytest.raises(ValueError, match="at least 2"):
         getattr(iso, name)(np.ones((1, 4)))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from bertflow_mini.lexical import edit_distance, lexical_table, word_edit_distances
-from bertflow_mini.published import LEXICAL_TABLE6
+from bertflow_mini.evaluation.lexical import edit_distance, lexical_table, word_edit_distances
+from bertflow_mini.evaluation.published import LEXICAL_TABLE6
 
 
 def _brute(a: tuple, b: tuple) -> int:

@@ -8,7 +8,7 @@ import pytest
 import scipy.special
 import torch
 
-from bertflow_mini.mlm_probe import (
+from bertflow_mini.chapters.mlm_probe import (
     bias_vs_frequency,
     context_logits,
     frequent_contexts,
@@ -93,8 +93,10 @@ def test_context_logits_match_one_sentence_at_a_time(tiny_mlm):
 
 
 def test_training_sequences_are_cached_and_equal_a_fresh_tokenisation(monkeypatch):
-    from bertflow_mini import corpus, mlm_probe, pretrain
-    from bertflow_mini.mlm import tokenize
+    from bertflow_mini.data import corpus
+    from bertflow_mini.chapters import mlm_probe
+    from bertflow_mini.encoders import pretrain
+    from bertflow_mini.encoders.mlm import tokenize
 
     sentences = [f"sentence number {i} about a dog." for i in range(60)] + ["Hi."]
     monkeypatch.setattr(corpus, "corpus_sentences", lambda name, root=None: list(sentences))

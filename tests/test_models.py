@@ -6,18 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from bertflow_mini import models
-from bertflow_mini.models import (
-    encode,
-    encode_layers,
-    encode_with_dropout,
-    load_encoder,
-    parse_pooling,
-    pool,
-    pooling_grid,
-    pooling_layers,
-    resolve_model,
-)
+from bertflow_mini.encoders import encoder as models
+from bertflow_mini.encoders import names
+from bertflow_mini.encoders.encoder import encode
+from bertflow_mini.encoders.encoder import encode_layers, encode_with_dropout
+from bertflow_mini.encoders.names import load_encoder, resolve_model
+from bertflow_mini.encoders.pooling import parse_pooling, pool, pooling_grid, pooling_layers
 
 SENTENCES = [
     "A man is playing a guitar.",
@@ -72,9 +66,9 @@ def test_resolution_prefers_the_mirror_then_the_hub(tiny_bert_dir, monkeypatch, 
 
 def test_default_model_is_scratch_bert_with_or_without_a_mirror(monkeypatch, tmp_path):
     monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
-    assert models.default_model() == "scratch-bert"
+    assert names.default_model() == "scratch-bert"
     monkeypatch.delenv("BERTFLOW_MODELS")
-    assert models.default_model() == "scratch-bert"
+    assert names.default_model() == "scratch-bert"
 
 
 def test_offline_without_mirror_names_the_env_var_and_the_url(monkeypatch, tmp_path):
@@ -282,9 +276,9 @@ def test_hub_reachable_tells_an_open_port_from_a_closed_one():
     server.bind(("127.0.0.1", 0))
     server.listen()
     port = server.getsockname()[1]
-    assert models.hub_reachable("127.0.0.1", port=port, timeout=1.0) is True
+    assert names.hub_reachable("127.0.0.1", port=port, timeout=1.0) is True
     server.close()
-    assert models.hub_reachable("127.0.0.1", port=port, timeout=1.0) is False
+    assert names.hub_reachable("127.0.0.1", port=port, timeout=1.0) is False
 
 
 def _rewrite_weights_in_place(folder, scale: float = 0.5) -> None:

@@ -1,6 +1,6 @@
 """Every chapter, executed afresh top to bottom, reproduces its committed outputs: an error in any cell
 fails, and each cell marked ``# CHECK_OUTPUT`` prints the same text with its numbers within the
-tolerance the marker states (see bertflow_mini.output_check). Marked ``notebook``, the chapters keep
+tolerance the marker states (see bertflow_mini.chapters.output_check). Marked ``notebook``, the chapters keep
 the user's embedding cache (conftest gives other tests a private one), which ``make cache`` fills."""
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import nbformat
 import pytest
 from nbclient.exceptions import CellExecutionError
 
-from bertflow_mini.execute import run_notebook
-from bertflow_mini.output_check import compare_notebook, drift_report
+from bertflow_mini.chapters.execute import run_notebook
+from bertflow_mini.chapters.output_check import compare_notebook, drift_report
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted(REPO.glob("book/[0-9][0-9]-*.ipynb"))
-# Where to keep each fresh run, to read or re-compare later (python -m bertflow_mini.output_check).
+# Where to keep each fresh run, to read or re-compare later (python -m bertflow_mini.chapters.output_check).
 FRESH_DIR = os.environ.get("BERTFLOW_FRESH_NOTEBOOKS")
 
 
@@ -30,7 +30,7 @@ def tiny_notebook(*sources: str) -> nbformat.NotebookNode:
 
 # ----------------------------------------------------------------------------- the executor
 def test_executor_saves_outputs_with_coalesced_streams_and_no_timing(tmp_path):
-    from bertflow_mini.execute import execute_notebook
+    from bertflow_mini.chapters.execute import execute_notebook
 
     path = tmp_path / "nb.ipynb"
     nbformat.write(tiny_notebook("import sys\nfor i in range(3):\n    print(i, end='\\r', file=sys.stderr)\n"
@@ -45,7 +45,7 @@ def test_executor_saves_outputs_with_coalesced_streams_and_no_timing(tmp_path):
 
 
 def test_an_error_in_any_cell_fails_the_run_and_leaves_the_file(tmp_path):
-    from bertflow_mini.execute import execute_notebook
+    from bertflow_mini.chapters.execute import execute_notebook
 
     path = tmp_path / "nb.ipynb"
     nbformat.write(tiny_notebook("x = 1", "raise ValueError('broken chapter')", "print('never')"), path)

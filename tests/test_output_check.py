@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bertflow_mini.output_check import (
+from bertflow_mini.chapters.output_check import (
     DEFAULT,
     Tolerance,
     compare_cell,

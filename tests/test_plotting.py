@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import animation  # noqa: E402
 
-from bertflow_mini.plotting import cosine_histograms, offline_jshtml  # noqa: E402
+from bertflow_mini.chapters.plotting import cosine_histograms, offline_jshtml  # noqa: E402
 
 
 def test_offline_jshtml_has_no_external_link_and_keeps_the_frames():
@@ -32,8 +32,8 @@ def test_cosine_histograms_draws_one_histogram_per_sample():
 
 
 def test_basis_animation_prints_both_cosines_on_each_frame():
-    from bertflow_mini.bases import skewed_example
-    from bertflow_mini.plotting import basis_animation
+    from bertflow_mini.geometry.bases import skewed_example
+    from bertflow_mini.chapters.plotting import basis_animation
 
     B, x = skewed_example()
     anim = basis_animation(B, x, n_frames=3, size=(2, 2))
@@ -52,7 +52,7 @@ def html_frames(anim) -> int:
 
 
 def test_frequency_norm_scatter_and_projection_scatter():
-    from bertflow_mini.plotting import frequency_norm_scatter, projection_scatter
+    from bertflow_mini.chapters.plotting import frequency_norm_scatter, projection_scatter
 
     rng = np.random.default_rng(1)
     f = 10 ** rng.uniform(-7, -2, 500)

@@ -1,10 +1,10 @@
-"""Tests for bertflow_mini.pmi: PMI by hand, the λ_c-centred regression, and a trained softmax model."""
+"""Tests for bertflow_mini.chapters.pmi: PMI by hand, the λ_c-centred regression, and a trained softmax model."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bertflow_mini.pmi import (
+from bertflow_mini.chapters.pmi import (
     cooccurrence,
     counts_matrix,
     log_marginal,
@@ -130,7 +130,7 @@ def test_model_on_cooccurrence_counts():
 
 
 def test_cross_entropy_by_hand_and_its_floor():
-    from bertflow_mini.pmi import conditional_entropy, cross_entropy
+    from bertflow_mini.chapters.pmi import conditional_entropy, cross_entropy
 
     counts = np.array([[3, 1], [0, 4]])
     uniform = np.zeros((2, 2))
@@ -150,7 +150,7 @@ def test_cross_entropy_by_hand_and_its_floor():
 
 
 def test_fit_report_tells_memorisation_from_learning():
-    from bertflow_mini.pmi import SoftmaxModel, fit_report
+    from bertflow_mini.chapters.pmi import SoftmaxModel, fit_report
 
     J = make_joint(10, 15, rank=2, seed=0)
     train = counts_matrix(*sample_corpus(J, 3000, seed=0), 10, 15)
@@ -174,7 +174,7 @@ def test_cooccurrence_with_a_given_vocabulary():
 
 
 def test_nearest_words_and_their_relation_labels():
-    from bertflow_mini.pmi import nearest_words, neighbour_table
+    from bertflow_mini.chapters.pmi import nearest_words, neighbour_table
 
     vocab = ["cat", "dog", "car", "kitten"]
     X = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [1.0, 0.05]])
@@ -189,7 +189,7 @@ def test_nearest_words_and_their_relation_labels():
 
 
 def test_two_term_regression_separates_pmi_from_frequency():
-    from bertflow_mini.pmi import regress_logits_on_terms
+    from bertflow_mini.chapters.pmi import regress_logits_on_terms
 
     J = make_joint(12, 30, rank=3, seed=4)
     P, lp = pmi_matrix(J), log_marginal(J)

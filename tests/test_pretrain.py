@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from bertflow_mini import corpus, mlm, pretrain
+from bertflow_mini.data import corpus
+from bertflow_mini.encoders import mlm
+from bertflow_mini.encoders import pretrain
 from conftest import SHARED, TOKENIZER_DIR, need
 
 WORDNET = SHARED / "data" / "wordnet"
@@ -32,7 +34,7 @@ def test_split_gloss_by_hand():
 
 
 def test_missing_wordnet_names_the_env_var_and_the_url(tmp_path, monkeypatch):
-    from bertflow_mini import data
+    from bertflow_mini.data import datasets as data
 
     monkeypatch.setenv("BERTFLOW_DATA", str(tmp_path / "nothing-here"))
     monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "cache"))
@@ -124,7 +126,7 @@ TINY = dict(layers=1, hidden=32, heads=2, intermediate=64, positions=64, steps=4
 def tiny_corpus(monkeypatch):
     """The pretraining corpus replaced by 600 real STS-B sentences (a pretraining test in seconds)."""
     need(TOKENIZER_DIR)
-    from bertflow_mini.reproduce import task_sentences
+    from bertflow_mini.data import task_sentences
 
     sentences = task_sentences("STSB", ["dev"])[:600]
     monkeypatch.setattr(pretrain, "corpus_sentences", lambda name, root=None: list(sentences))
@@ -160,7 +162,8 @@ def test_two_runs_give_identical_weights_and_the_loss_falls(tiny_corpus, tmp_pat
 def test_checkpoint_loads_with_automodel_and_load_encoder(tiny_corpus, tmp_path, monkeypatch):
     from transformers import AutoModel
 
-    from bertflow_mini.models import encode, load_encoder
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.encoders.names import load_encoder
 
     monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path))
     mirror = tmp_path / "mirror"  # a mirror with the tokenizer but no scratch-bert: the cache must serve it
@@ -224,7 +227,7 @@ def test_pretrain_cli_reports_loss_against_the_unigram_entropy(tiny_corpus, tmp_
 
 
 def test_minutes_become_steps_before_training_so_the_recipe_stays_deterministic():
-    from bertflow_mini.pretrain import steps_for_minutes
+    from bertflow_mini.encoders.pretrain import steps_for_minutes
 
     assert steps_for_minutes(12, seconds_per_step=0.45) == 1600  # 720 s / 0.45 s, by hand
     assert steps_for_minutes(0.001, seconds_per_step=0.45) == 1  # never zero steps

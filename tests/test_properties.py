@@ -13,10 +13,17 @@ from scipy.stats import spearmanr
 from torch.autograd.functional import jacobian
 
 from bertflow_mini.data import STSPairs
-from bertflow_mini.flow import (ActNorm, AdditiveCoupling, AffineCoupling, FlowStep, Glow, InvertibleLinear,
-                                Reverse)
-from bertflow_mini.sts import results_table, score_pairs
-from bertflow_mini.whitening import StreamingWhitening, Whitening
+from bertflow_mini.postprocess.flow import (
+    ActNorm,
+    AdditiveCoupling,
+    AffineCoupling,
+    FlowStep,
+    Glow,
+    InvertibleLinear,
+    Reverse,
+)
+from bertflow_mini.evaluation.sts import results_table, score_pairs
+from bertflow_mini.postprocess.whitening import StreamingWhitening, Whitening
 
 
 # ---------------------------------------------------------------------------------------------

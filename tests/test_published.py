@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bertflow_mini.frequency import bucket_labels, published_table1
-from bertflow_mini.published import COLUMNS, PUBLISHED, published_table
-from bertflow_mini.reproduce import published_rows
+from bertflow_mini.geometry.frequency import bucket_labels, published_table1
+from bertflow_mini.evaluation.published import COLUMNS, PUBLISHED, published_table
+from bertflow_mini.evaluation.reproduce import published_rows
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "published-results.md"
 NUMBER = r"\d+(?:\.\d+)?"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from bertflow_mini.puzzle import (
+from bertflow_mini.chapters.puzzle import (
     auc,
     centred_scores,
     mean_share,
@@ -78,8 +78,10 @@ def test_centring_and_the_mean_share():
 
 def test_pooling_grid_table_on_a_tiny_bert(tiny_bert_dir, monkeypatch):
     from bertflow_mini.data import STSPairs
-    from bertflow_mini.models import encode, load_encoder, pooling_grid
-    from bertflow_mini.sts import cosine_scores, spearman
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.encoders.names import load_encoder
+    from bertflow_mini.encoders.pooling import pooling_grid
+    from bertflow_mini.evaluation.sts import cosine_scores, spearman
 
     monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
     enc = load_encoder("tiny-bert", device="cpu")

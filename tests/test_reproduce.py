@@ -9,15 +9,15 @@ import pytest
 from scipy.spatial.distance import cosine as scipy_cosine_distance
 from scipy.stats import spearmanr
 
-from bertflow_mini import reproduce as rp
+from bertflow_mini.evaluation import reproduce as rp
 from bertflow_mini.cli import main
 from bertflow_mini.data import load_sts
-from bertflow_mini.sts import score_pairs
+from bertflow_mini.evaluation.sts import score_pairs
 
 
 @pytest.fixture(scope="module")
 def glove():
-    from bertflow_mini.models import load_encoder
+    from bertflow_mini.encoders.names import load_encoder
 
     return load_encoder("glove-6B-50d")
 
@@ -51,7 +51,7 @@ def test_the_other_fit_never_sees_a_sentence_of_the_target():
     assert rp.fitting_sentences("STS16", "other") == other  # one fitting set for the five years
 
 def test_postprocessors_by_name():
-    from bertflow_mini.whitening import AllButTheTop, Whitening
+    from bertflow_mini.postprocess.whitening import AllButTheTop, Whitening
 
     assert rp.make_postprocessor("none") is None
     assert isinstance(rp.make_postprocessor("whitening"), Whitening)
@@ -91,8 +91,8 @@ def test_a_table_parses_and_encodes_each_dataset_once(glove, monkeypatch):
 
 
 def test_evaluate_method_equals_doing_it_by_hand(glove):
-    from bertflow_mini.data import glove_embed
-    from bertflow_mini.whitening import Whitening
+    from bertflow_mini.encoders.glove import glove_embed
+    from bertflow_mini.postprocess.whitening import Whitening
 
     pairs = load_sts("STSB", "test")
     got = rp.evaluate_method(glove, "STSB", "avg", "whitening", "target", progress=False)
@@ -147,7 +147,7 @@ def _scipy_spearman_of_cosines(left: np.ndarray, right: np.ndarray, gold) -> flo
 
 
 def test_cli_reproduce_json_offline_with_glove(capsys, glove, mini_data, monkeypatch):
-    from bertflow_mini.data import glove_embed
+    from bertflow_mini.encoders.glove import glove_embed
     from conftest import raw_pairs
 
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
@@ -169,8 +169,8 @@ def test_a_real_flow_fitted_on_training_sentences_only(glove, mini_data, monkeyp
     """``fit="train"`` with the real flow (no stand-in): STS-B's flow sees exactly STS-B's training
     sentences, STS12's sees the STS-B and SICK training sentences, and the STS-B cell is what fitting
     that flow by hand and scoring the test pairs with scipy gives."""
-    from bertflow_mini.data import glove_embed
-    from bertflow_mini.flow import FlowTransform
+    from bertflow_mini.encoders.glove import glove_embed
+    from bertflow_mini.postprocess.flow import FlowTransform
     from conftest import raw_pairs
 
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
@@ -201,7 +201,7 @@ def test_default_methods_scale_the_truncation_like_the_whitening_paper():
 
 
 def test_a_shared_fitting_set_is_fitted_once(glove, monkeypatch):
-    from bertflow_mini import whitening
+    from bertflow_mini.postprocess import whitening
 
     fits = []
     real_fit = whitening.Whitening.fit

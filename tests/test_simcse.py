@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertflow_mini import simcse
+from bertflow_mini.encoders import names, simcse
 
 TINY = simcse.SimCSEConfig(steps=3, batch_size=4, lr=1e-3, max_length=16)
 
@@ -38,8 +38,6 @@ def test_names():
     assert simcse.parse_name("scratch-bert+simcse") == "scratch-bert"
     assert simcse.parse_name("scratch-bert@0+simcse") == "scratch-bert@0"
     assert simcse.parse_name("scratch-bert") is None and simcse.parse_name("+simcse") is None
-    with pytest.raises(ValueError):
-        simcse.checkpoint("scratch-bert")
 
 
 def weights_hash(model) -> str:
@@ -54,7 +52,7 @@ SENTENCES = [f"sentence number {i} is about {w}" for i, w in enumerate(["cats", 
 
 
 def tuned(tiny_bert_dir, config: simcse.SimCSEConfig):
-    from bertflow_mini.models import load_encoder
+    from bertflow_mini.encoders.names import load_encoder
 
     enc = load_encoder(str(tiny_bert_dir), device="cpu")
     losses = simcse.train_simcse(enc.model, enc.tokenizer, SENTENCES, config, progress=False)
@@ -71,14 +69,14 @@ def test_training_is_deterministic_and_leaves_the_callers_random_state(tiny_bert
     assert weights_hash(m1) == weights_hash(m2) and l1 == l2
     assert weights_hash(m1) != weights_hash(m3)
     assert len(l1) == TINY.steps and np.isfinite(l1).all() and not m1.training
-    from bertflow_mini.models import load_encoder
+    from bertflow_mini.encoders.names import load_encoder
 
     assert weights_hash(m1) != weights_hash(load_encoder(str(tiny_bert_dir), device="cpu").model)
 
 
 def test_training_lowers_the_loss_on_a_fixed_batch(tiny_bert_dir, one_torch_thread):
-    from bertflow_mini.mlm import tokenize
-    from bertflow_mini.models import load_encoder
+    from bertflow_mini.encoders.mlm import tokenize
+    from bertflow_mini.encoders.names import load_encoder
 
     config = simcse.SimCSEConfig(steps=30, batch_size=8, lr=1e-3, max_length=16)
     enc = load_encoder(str(tiny_bert_dir), device="cpu")
@@ -97,7 +95,7 @@ def test_training_lowers_the_loss_on_a_fixed_batch(tiny_bert_dir, one_torch_thre
 
 
 def test_too_few_sentences_is_an_error(tiny_bert_dir):
-    from bertflow_mini.models import load_encoder
+    from bertflow_mini.encoders.names import load_encoder
 
     enc = load_encoder(str(tiny_bert_dir), device="cpu")
     with pytest.raises(ValueError, match="batch_size"):
@@ -106,24 +104,24 @@ def test_too_few_sentences_is_an_error(tiny_bert_dir):
 
 def test_name_resolves_to_a_cached_folder_keyed_by_base_and_config(tiny_bert_dir, mini_data, monkeypatch,
                                                                   one_torch_thread, capsys):
-    from bertflow_mini import models
+    from bertflow_mini.encoders import encoder as models
 
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
     monkeypatch.setattr(simcse, "DEFAULT", TINY)
-    folder = models.resolve_model("tiny-bert+simcse")
+    folder = names.resolve_model("tiny-bert+simcse")
     assert "fine-tuning tiny-bert with SimCSE" in capsys.readouterr().out
-    fingerprint = models.load_encoder("tiny-bert", device="cpu").fingerprint
+    fingerprint = names.load_encoder("tiny-bert", device="cpu").fingerprint
     assert folder == str(simcse.run_dir("tiny-bert", fingerprint, TINY))
     assert not list(models.cache_dir("models").glob(".*partial"))  # nothing half-written left behind
-    losses, info = simcse.training_log("tiny-bert+simcse")
+    losses, info = names.training_log_of("tiny-bert+simcse")
     assert len(losses) == TINY.steps and info["base_fingerprint"] == fingerprint
 
     def no_training(*args, **kwargs):
         raise AssertionError("trained again although the cache holds the model")
 
     monkeypatch.setattr(simcse, "train_simcse", no_training)
-    enc = models.load_encoder("tiny-bert+simcse", device="cpu")
+    enc = names.load_encoder("tiny-bert+simcse", device="cpu")
     assert enc.name == "tiny-bert+simcse" and enc.fingerprint != fingerprint
     other = simcse.SimCSEConfig(**{**TINY.__dict__, "lr": 2e-3})
     assert simcse.run_dir("tiny-bert", fingerprint, other) != simcse.run_dir("tiny-bert", fingerprint, TINY)
@@ -132,15 +130,15 @@ def test_name_resolves_to_a_cached_folder_keyed_by_base_and_config(tiny_bert_dir
 
 def test_simcse_method_in_reproduce_is_the_tuned_encoder_without_post_processing(
         tiny_bert_dir, mini_data, monkeypatch, one_torch_thread):
-    from bertflow_mini import reproduce as rp
-    from bertflow_mini.models import load_encoder
+    from bertflow_mini.evaluation import reproduce as rp
+    from bertflow_mini.encoders.names import load_encoder
 
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
     monkeypatch.setattr(simcse, "DEFAULT", TINY)
     base = load_encoder("tiny-bert", device="cpu")
-    tuned_enc = simcse.simcse_encoder(base)
-    assert simcse.simcse_encoder(base) is tuned_enc  # loaded once
+    tuned_enc = names.simcse_encoder(base)
+    assert names.simcse_encoder(base) is tuned_enc  # loaded once
     evaluation = rp.Evaluation(base, progress=False)
     got = rp.evaluate_method(base, "STSB", "first-last-avg", "simcse", evaluation=evaluation)
     want = rp.evaluate_method(tuned_enc, "STSB", "first-last-avg", "none", progress=False)
@@ -157,17 +155,18 @@ def test_simcse_method_in_reproduce_is_the_tuned_encoder_without_post_processing
     assert simcse.split_method("simcse+whitening-8") == (True, "whitening-8")
     assert simcse.split_method("whitening") == (False, "whitening")
     with pytest.raises(ValueError):
-        simcse.simcse_encoder(load_encoder("glove-6B-50d"))
+        names.simcse_encoder(load_encoder("glove-6B-50d"))
 
 
 def test_method_geometry_uses_the_tables_fits_and_matches_gao_et_als_measurement_by_hand(
         tiny_bert_dir, mini_data, monkeypatch, one_torch_thread):
-    from bertflow_mini import reproduce as rp
-    from bertflow_mini import whitening
-    from bertflow_mini.alignment import method_geometry, stsb_alignment_uniformity
+    from bertflow_mini.evaluation import reproduce as rp
+    from bertflow_mini.postprocess import whitening
+    from bertflow_mini.geometry.alignment import method_geometry, stsb_alignment_uniformity
     from bertflow_mini.data import load_sts
-    from bertflow_mini.isotropy import iso_score
-    from bertflow_mini.models import encode, load_encoder
+    from bertflow_mini.geometry.isotropy import iso_score
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.encoders.names import load_encoder
 
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
@@ -187,7 +186,7 @@ def test_method_geometry_uses_the_tables_fits_and_matches_gao_et_als_measurement
     for method, embed in {
         "none": lambda s: encode(base, s, progress=False),
         "whitening": lambda s: white.transform(encode(base, s, progress=False)),
-        "simcse": lambda s: encode(simcse.simcse_encoder(base), s, progress=False),
+        "simcse": lambda s: encode(names.simcse_encoder(base), s, progress=False),
     }.items():
         want = stsb_alignment_uniformity(embed)
         assert got.loc[method, "alignment"] == pytest.approx(want["alignment"], rel=1e-6)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import mahalanobis
 
-from bertflow_mini import similarity as sim
-from bertflow_mini.sts import cosine_scores
-from bertflow_mini.whitening import Whitening
+from bertflow_mini.geometry import similarity as sim
+from bertflow_mini.evaluation.sts import cosine_scores
+from bertflow_mini.postprocess.whitening import Whitening
 
 
 def correlated(n: int = 400, d: int = 6, seed: int = 0) -> np.ndarray:
@@ -89,7 +89,8 @@ def test_bertscore_of_a_sentence_with_itself_is_one_and_is_symmetric_in_f1():
 
 
 def test_token_vectors_average_to_the_sentence_vector(tiny_bert_dir):
-    from bertflow_mini.models import encode, load_encoder
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.encoders.names import load_encoder
 
     enc = load_encoder(str(tiny_bert_dir), device="cpu")
     sentences = ["A man is playing a guitar.", "Two dogs run", "ok"]

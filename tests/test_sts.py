@@ -10,7 +10,14 @@ from scipy.stats import spearmanr
 
 from bertflow_mini.cli import main
 from bertflow_mini.data import STSPairs, load_sts
-from bertflow_mini.sts import cosine_scores, evaluate_embedder, results_table, score_pairs, spearman, subset_table
+from bertflow_mini.evaluation.sts import (
+    cosine_scores,
+    evaluate_embedder,
+    results_table,
+    score_pairs,
+    spearman,
+    subset_table,
+)
 
 
 def test_cosine_agrees_with_scipy_and_guards_zero_vectors():
@@ -44,7 +51,7 @@ def test_score_pairs_needs_one_embedding_per_pair_on_each_side():
 def test_evaluate_reads_the_test_split_under_the_root_it_is_given(mini_data):
     from conftest import MINI_PAIRS
 
-    from bertflow_mini.sts import evaluate
+    from bertflow_mini.evaluation.sts import evaluate
 
     # $BERTFLOW_DATA still names the full mirror: only an honoured root gives the mini mirror's counts.
     results = evaluate(lambda s: np.random.default_rng(0).normal(size=(len(s), 4)), ["STSB", "SICK-R"], root=mini_data)
@@ -114,7 +121,8 @@ def test_cli_on_the_mirror_model_reaches_its_published_sts_b_quality(capsys):
     from conftest import MINILM_DIR, need
 
     need(MINILM_DIR)
-    from bertflow_mini.models import encode, load_encoder
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.encoders.names import load_encoder
 
     assert main(["sts", "--model", "all-MiniLM-L6-v2", "--pooling", "last-avg", "--tasks", "STS-B", "--json"]) == 0
     (res,) = json.loads(capsys.readouterr().out)["results"]
@@ -181,7 +189,7 @@ def test_tables_default_to_wmean_and_name_their_columns():
 
 
 def test_embedded_looks_sentences_up_and_evaluate_embedder_embeds_each_once():
-    from bertflow_mini.sts import Embedded
+    from bertflow_mini.evaluation.sts import Embedded
 
     emb = Embedded(["a", "b"], np.array([[1.0, 0.0], [0.0, 2.0]]))
     np.testing.assert_array_equal(emb(["b", "a", "b"]), [[0, 2], [1, 0], [0, 2]])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import DATA_DIR, need
 
-from bertflow_mini.synonyms import (
+from bertflow_mini.chapters.synonyms import (
     Swap,
     parse_synset_line,
     synonym_map,

@@ -1,4 +1,4 @@
-"""Tests for bertflow_mini.token_geometry: a checkpoint's output layer, its cone measures, count groups,
+"""Tests for bertflow_mini.geometry.token_geometry: a checkpoint's output layer, its cone measures, count groups,
 the softmax inputs, and the share of uniformly negative directions."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import scipy.stats
 import torch
 from conftest import TOKENIZER_DIR, need
 
-from bertflow_mini import token_geometry as tg
+from bertflow_mini.geometry import token_geometry as tg
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bertflow_mini.whitening import AllButTheTop, StreamingWhitening, Whitening
+from bertflow_mini.postprocess.whitening import AllButTheTop, StreamingWhitening, Whitening
 
 
 def anisotropic(n: int = 3000, dim: int = 20, seed: int = 0, offset: float = 50.0) -> np.ndarray:

@@ -1,0 +1,116 @@
+"""What every chapter's set-up cell does: seed everything, set the figure style, say where the
+outputs come from (model, data, device), so a reader always knows what produced the page."""
+from __future__ import annotations
+
+import os
+import random
+import warnings
+
+import numpy as np
+import torch
+
+from bertflow_mini.encoders.encoder import default_device
+from bertflow_mini.encoders.names import BOOK_MODEL, default_model, is_glove, resolve_model, why_default
+from bertflow_mini.encoders.sources import short_name
+from bertflow_mini.chapters.plotting import set_style
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy and PyTorch (CPU and GPU) so a chapter prints the same numbers every run."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _inline_figures() -> None:
+    """In a notebook, draw figures inline even when ``MPLBACKEND`` names a non-interactive backend."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python
+        return
+    shell = get_ipython()
+    if shell is not None and type(shell).__name__ == "ZMQInteractiveShell":
+        shell.run_line_magic("matplotlib", "inline")
+
+
+def where_from(source: str) -> str:
+    """Where a resolved model comes from: the local mirror, this machine's cache, or the hub."""
+    mirror = os.environ.get("BERTFLOW_MODELS")
+    if not os.path.isdir(source):
+        return f"Hugging Face hub ({source})"
+    if mirror and os.path.realpath(source).startswith(os.path.realpath(mirror) + os.sep):
+        return "local mirror ($BERTFLOW_MODELS)"
+    return f"built on this machine ({source.replace(os.path.expanduser('~'), '~')})"
+
+
+#: The model of the running chapter (set by :func:`setup`), which :func:`claim` checks against.
+_STATE: dict[str, str] = {"model": BOOK_MODEL}
+
+
+def setup(model: str | None = None, seed: int = 0) -> str:
+    """Seed, style, and print which model runs, why, where it comes from and on which device;
+    returns the model name.
+
+    ``model=None`` picks :func:`bertflow_mini.encoders.names.default_model`: ``$BERTFLOW_MODEL`` if
+    set, else the book's ``scratch-bert`` where a local mirror is configured or the hub is out of
+    reach, else (Colab) the paper's ``bert-base-uncased``. A name given here always wins.
+    """
+    seed_everything(seed)
+    # transformers imports tqdm.auto, which warns when ipywidgets is missing; text bars are fine
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    _inline_figures()
+    set_style()
+    why = "named in the chapter" if model else why_default()
+    model = model or default_model()
+    _STATE["model"] = model
+    source = "GloVe word vectors" if is_glove(model) else where_from(resolve_model(model))
+    print(f"model : {model}  ({why}) [{source}]")
+    data = "local mirror ($BERTFLOW_DATA)" if os.environ.get("BERTFLOW_DATA") else "the hub / official URLs (cached)"
+    print(f"data  : {data}")
+    print(f"device: {default_device()}   torch {torch.__version__.split('+')[0]}   seed {seed}")
+    return model
+
+
+class ClaimError(AssertionError):
+    """A sentence of the book's prose no longer holds for the model it was written for."""
+
+
+def claim(holds: bool, statement: str, detail: str = "") -> bool:
+    """The check behind a sentence of prose: ``holds`` says whether ``statement`` is true of the
+    outputs just printed.
+
+    For the book's own model (the one the prose was written for) a false claim fails the chapter
+    with :class:`ClaimError`; for any other model it prints a visible note and the chapter goes on.
+    Returns ``holds``, so a cell can choose its wording from it.
+    """
+    holds = bool(holds)
+    if holds:
+        return True
+    model = _STATE["model"]
+    message = f"{statement}{f' ({detail})' if detail else ''}"
+    if short_name(model) == BOOK_MODEL:
+        raise ClaimError(f"the prose says: {message} — and for {model} it no longer holds")
+    print(f"NOTE: the text says '{statement}', written for {BOOK_MODEL}; on {model} this does not hold"
+          + (f": {detail}" if detail else "") + ".")
+    return False
+
+
+def glue(name: str, value: object, display: bool = True) -> None:
+    """Paste ``value`` into the chapter's prose as ``{glue}`name``` (myst-nb's ``glue``).
+
+    myst-nb comes with the book's build tools, not with the package; in Colab or a plain Jupyter
+    kernel without it the value is only shown (when ``display``), so a chapter runs everywhere.
+    """
+    if isinstance(value, np.generic):  # np.float64(0.5) would reach the page as its repr
+        value = value.item()
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        if display:
+            try:
+                from IPython.display import display as show
+            except ImportError:  # plain Python
+                show = print
+            show(value)
+        return
+    myst_glue(name, value, display=display)

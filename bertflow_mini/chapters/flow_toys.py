@@ -1,0 +1,109 @@
+"""The flow's workbench for chapter 5: 2-D toy data, block checks against autograd, and pictures.
+
+Defined here rather than in the chapter so the tests use the same ``randomize`` and ``check_block``
+the chapter shows (``tests/test_flow_toys.py``).
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from scipy import stats
+from torch.autograd.functional import jacobian
+
+from bertflow_mini.postprocess.flow import ActNorm, Coupling, Glow
+
+
+def make_cone(n: int, seed: int = 0) -> np.ndarray:
+    """2-D points whose directions stay within a few degrees of 60°, with log-normal lengths."""
+    rng = np.random.default_rng(seed)
+    angle = np.pi / 3 + 0.12 * rng.standard_normal(n)
+    radius = 3.0 * np.exp(0.35 * rng.standard_normal(n))
+    return np.column_stack([radius * np.cos(angle), radius * np.sin(angle)]).astype(np.float32)
+
+
+def make_moons(n: int, noise: float = 0.08, seed: int = 0) -> np.ndarray:
+    """Two interleaving half circles with Gaussian noise (scikit-learn's ``make_moons``, in NumPy)."""
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0.0, np.pi, n)
+    upper = rng.random(n) < 0.5
+    x = np.where(upper, np.cos(t), 1.0 - np.cos(t))
+    y = np.where(upper, np.sin(t), 0.5 - np.sin(t))
+    return (np.column_stack([x, y]) + noise * rng.standard_normal((n, 2))).astype(np.float32)
+
+
+def randomize(module: torch.nn.Module, scale: float = 0.3, seed: int = 0) -> torch.nn.Module:
+    """Add seeded noise to every parameter, so a block that starts as the identity does something.
+
+    Its ActNorms are marked initialised, so no data-dependent init overwrites the noise.
+    """
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(scale * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    for m in module.modules():
+        if isinstance(m, ActNorm):
+            m.initialized.fill_(True)
+            m._ready = True
+    return module
+
+
+def check_block(block: torch.nn.Module, x: torch.Tensor) -> dict[str, float]:
+    """In float64: the largest inverse error, the largest |reported log-det − log|det J||
+    (J by autograd, one sample at a time), and the largest |forward + inverse log-det|."""
+    block, x = block.double().eval(), x.double()
+    with torch.no_grad():
+        y, logdet = block(x)
+        back, inverse_logdet = block.inverse(y)
+    brute = torch.stack([torch.linalg.slogdet(jacobian(lambda v: block(v[None])[0][0], v))[1] for v in x])
+    return {
+        "inverse error": (back - x).abs().max().item(),
+        "log-det error": (logdet - brute).abs().max().item(),
+        "log-dets cancel to": (logdet + inverse_logdet).abs().max().item(),
+    }
+
+
+def excite_coupling(coupling: Coupling, x: np.ndarray, std: float = 0.3, seed: int = 0) -> Coupling:
+    """A coupling that does something visible: initialise its network's ActNorms on ``x``, then
+    give the zero-initialised output layer random weights (a fresh coupling is the identity)."""
+    coupling.train()(torch.from_numpy(x))
+    with torch.no_grad():
+        coupling.net.out.linear.weight.normal_(0.0, std, generator=torch.Generator().manual_seed(seed))
+    return coupling
+
+
+def steps_per_coordinate(glow: Glow) -> np.ndarray:
+    """How many flow steps each latent coordinate passes through before it is factored out."""
+    depth = len(glow.levels[0])
+    steps = np.zeros(glow.dim, dtype=int)
+    for level, d in enumerate(glow.dims):
+        leaves_at = glow.dims[level + 1] if level + 1 < len(glow.dims) else 0
+        steps[leaves_at:d] = depth * (level + 1)
+    return steps
+
+
+def density_grid(flow: Glow, x: np.ndarray, n: int = 150) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """``log p`` of a fitted 2-D flow on an ``n × n`` grid around ``x``: (xs, ys, log p, cell area)."""
+    lo, hi = x.min(0) - 0.5, x.max(0) + 0.5
+    xs, ys = np.meshgrid(np.linspace(lo[0], hi[0], n), np.linspace(lo[1], hi[1], n))
+    grid = torch.tensor(np.column_stack([xs.ravel(), ys.ravel()]), dtype=torch.float32)
+    with torch.no_grad():
+        logp = flow.log_prob(grid).numpy().reshape(xs.shape)
+    cell = (hi[0] - lo[0]) / (n - 1) * (hi[1] - lo[1]) / (n - 1)
+    return xs, ys, logp, float(cell)
+
+
+def plot_before_after(block: torch.nn.Module, x: np.ndarray, title: str) -> plt.Figure:
+    """Scatter a 2-D cloud before and after ``block``; colour follows each point so you can track it."""
+    with torch.no_grad():
+        y = block.float().eval()(torch.from_numpy(x))[0].numpy()
+    colour = stats.rankdata(x[:, 0] + x[:, 1])
+    both = np.concatenate([x, y])
+    lo, hi = both.min() - 0.3, both.max() + 0.3
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.8))
+    for ax, pts, when in zip(axes, (x, y), ("before", "after")):
+        ax.scatter(pts[:, 0], pts[:, 1], c=colour, cmap="viridis", s=4)
+        ax.set(title=f"{title}: {when}", xlabel="coordinate 1", ylabel="coordinate 2", xlim=(lo, hi), ylim=(lo, hi))
+        ax.set_aspect("equal")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,212 @@
+"""Chapter 1's bridge to a real BERT: read ``log p(x)`` and ``log p(x|c)`` off an MLM head.
+
+BERT's masked-LM head is not the bare softmax of the derivation. For the last-layer vector ``h_c`` at
+a ``[MASK]`` it computes (``transformers``' ``BertLMPredictionHead``)::
+
+    h̃_c = LayerNorm(GELU(W h_c + a))          # a dense "transform" layer, d → d
+    logit_x = h̃_cᵀ w_x + b_x                  # w_x = the *input* embedding of x (tied), b_x a bias
+
+So the identity ``logit ≈ log p(x|c) + λ_c`` holds for ``h̃_c``, not for ``h_c``, and the frequency
+term ``log p(x)`` has a natural home in the bias ``b_x``. This module measures both on a pretrained
+checkpoint, against counts of the corpus it was trained on:
+
+* :func:`head_by_hand` — the head's logits recomputed from its parts (checked against the model);
+* :func:`bias_vs_frequency` — ``b_x`` against ``log count(x)`` over the tokens the corpus contains;
+* :func:`frequent_contexts` and :func:`context_logits` — for the most frequent contexts
+  ``c = (left token, right token)``, the corpus ``log p(x|c)`` from trigram counts, and the MLM's
+  logits at a ``[MASK]`` between the two, averaged over the context's occurrences.
+
+Defined for Chapter 1 (``book/01-mlm-and-pmi.ipynb``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import scipy.special
+import scipy.stats
+import torch
+
+from bertflow_mini.encoders.checkpoints import checkpoint_token_counts, load_mlm  # noqa: F401 (chapters' names)
+from bertflow_mini.encoders.mlm import pad_batch
+
+
+def head_by_hand(model, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(h̃, logits)`` for last-layer vectors ``hidden`` (n, d): ``h̃ = LayerNorm(GELU(W h + a))``,
+    ``logits = h̃ Eᵀ + b`` with ``E`` the (tied) input embeddings and ``b`` the output bias."""
+    head = model.cls.predictions
+    t = head.transform
+    h_tilde = t.LayerNorm(torch.nn.functional.gelu(t.dense(hidden)))
+    E = model.get_input_embeddings().weight
+    return h_tilde, h_tilde @ E.T + head.bias
+
+
+def output_bias(model) -> np.ndarray:
+    """The MLM head's per-token output bias ``b_x``, shape (vocab,)."""
+    return model.cls.predictions.bias.detach().cpu().numpy().astype(np.float64)
+
+
+def bias_vs_frequency(bias: np.ndarray, counts: np.ndarray) -> dict[str, float]:
+    """How well ``b_x`` tracks ``log count(x)`` over tokens with a positive count: Spearman, Pearson,
+    least-squares slope; and the mean bias of seen and of never-seen tokens."""
+    bias, counts = np.asarray(bias, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    if bias.shape != counts.shape or bias.ndim != 1:
+        raise ValueError(f"bias {bias.shape} and counts {counts.shape} must be 1-D of equal length")
+    seen = counts > 0
+    if seen.sum() < 3:
+        raise ValueError("fewer than 3 tokens with a positive count")
+    logc = np.log(counts[seen])
+    return {
+        "spearman": float(scipy.stats.spearmanr(bias[seen], logc).statistic),
+        "pearson": float(scipy.stats.pearsonr(bias[seen], logc).statistic),
+        "slope": float(np.polyfit(logc, bias[seen], 1)[0]),
+        "tokens seen": int(seen.sum()),
+        "mean b seen": float(bias[seen].mean()),
+        "mean b unseen": float(bias[~seen].mean()) if (~seen).any() else float("nan"),
+    }
+
+
+# ---------------------------------------------------------------------------------------- contexts
+@dataclass
+class Contexts:
+    """Frequent contexts ``c = (left, right)`` and the tokens ``x`` seen between them.
+
+    ``counts[k, x]`` = how often ``left[k] x right[k]`` occurs; ``occurrences[k]`` = the (sequence,
+    position of x) pairs where context ``k`` occurs."""
+
+    left: np.ndarray
+    right: np.ndarray
+    counts: np.ndarray  # (n_contexts, vocab)
+    occurrences: list[np.ndarray]  # each (n_k, 2)
+
+    def log_p_x_given_c(self, min_count: int = 1) -> np.ndarray:
+        """Corpus ``log p(x|c) = log N[c, x] − log N[c]``; ``−inf`` where ``N[c, x] < min_count``."""
+        N = self.counts.astype(np.float64)
+        with np.errstate(divide="ignore"):
+            out = np.log(N) - np.log(N.sum(axis=1, keepdims=True))
+        out[N < min_count] = -np.inf
+        return out
+
+
+def _trigrams(seqs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """(left, middle, right, sequence, position) of every inner token of every sequence."""
+    parts = [[], [], [], [], []]
+    for n, s in enumerate(seqs):
+        s = np.asarray(s, dtype=np.int64)
+        if len(s) < 3:
+            continue
+        pos = np.arange(1, len(s) - 1)
+        for part, values in zip(parts, (s[:-2], s[1:-1], s[2:], np.full(len(pos), n), pos)):
+            part.append(values)
+    if not parts[0]:
+        raise ValueError("no sequence has an inner token")
+    return tuple(np.concatenate(p) for p in parts)
+
+
+def frequent_contexts(seqs: Sequence[np.ndarray], vocab_size: int, n_contexts: int = 100) -> Contexts:
+    """The ``n_contexts`` most frequent ``(left, right)`` token pairs around an inner token of ``seqs``
+    (token-id sequences starting with [CLS] and ending with [SEP], so the middle token is never one of
+    them), with the counts of every token seen between them. Ties go to the smaller ids."""
+    left, mid, right, seq, pos = _trigrams(seqs)
+    key = left * vocab_size + right
+    keys, freq = np.unique(key, return_counts=True)
+    chosen = keys[np.lexsort((keys, -freq))[:n_contexts]]  # most frequent first
+    by_key = np.argsort(chosen)
+    slot = np.clip(np.searchsorted(chosen[by_key], key), 0, len(chosen) - 1)
+    hit = chosen[by_key][slot] == key
+    rows = by_key[slot[hit]]  # the context index of every trigram that has a chosen context
+    counts = np.zeros((len(chosen), vocab_size), dtype=np.int64)
+    np.add.at(counts, (rows, mid[hit]), 1)
+    where = np.stack([seq[hit], pos[hit]], axis=1)
+    order = np.argsort(rows, kind="stable")
+    occ = np.split(where[order], np.cumsum(np.bincount(rows, minlength=len(chosen)))[:-1])
+    return Contexts(chosen // vocab_size, chosen % vocab_size, counts, occ)
+
+
+@dataclass
+class ContextLogits:
+    """The MLM at a [MASK] in each context, averaged over (up to ``per_context``) occurrences."""
+
+    mean_logits: np.ndarray  # (n_contexts, vocab): mean over occurrences of the logits
+    log_mixture: np.ndarray  # (n_contexts, vocab): log of the mean predicted probability
+    cos_mask_vs_pooled: float  # mean cosine of h_c at the [MASK] and the sentence's mean-pooled vector
+    n_occurrences: int
+
+
+@torch.no_grad()
+def context_logits(model, seqs: Sequence[np.ndarray], contexts: Contexts, *, mask_id: int, pad_id: int,
+                   special_ids: Sequence[int], per_context: int = 16, seed: int = 0,
+                   batch_size: int = 128) -> ContextLogits:
+    """Mask the middle token of up to ``per_context`` random occurrences of each context, run the MLM,
+    and average its logits (and its probabilities) at the [MASK] per context."""
+    rng = np.random.default_rng(seed)
+    jobs = []
+    for k, occ in enumerate(contexts.occurrences):
+        take = occ[rng.permutation(len(occ))[:per_context]]
+        jobs += [(k, int(n), int(p)) for n, p in take]
+    n_ctx, vocab = contexts.counts.shape
+    sums = np.zeros((n_ctx, vocab))
+    mix = np.full((n_ctx, vocab), -np.inf)
+    seen = np.zeros(n_ctx)
+    cosines = []
+    for start in range(0, len(jobs), batch_size):
+        part = jobs[start : start + batch_size]
+        masked = []
+        for _, n, p in part:
+            s = np.array(seqs[n], dtype=np.int64)
+            s[p] = mask_id
+            masked.append(s)
+        b = pad_batch(masked, pad_id, special_ids)
+        hidden = model.bert(input_ids=b.ids, attention_mask=b.attention).last_hidden_state
+        rows = torch.arange(len(part))
+        h = hidden[rows, torch.tensor([p for _, _, p in part])]
+        logits = model.cls(h).double().numpy()
+        logp = scipy.special.log_softmax(logits, axis=1)
+        m = b.attention.unsqueeze(-1).float()
+        pooled = (hidden * m).sum(1) / m.sum(1)
+        cosines.append(torch.nn.functional.cosine_similarity(h, pooled, dim=1).numpy())
+        for (k, _, _), lg, lp in zip(part, logits, logp):
+            sums[k] += lg
+            mix[k] = np.logaddexp(mix[k], lp)
+            seen[k] += 1
+    if (seen == 0).any():
+        raise ValueError("a context has no occurrence")
+    return ContextLogits(sums / seen[:, None], mix - np.log(seen)[:, None],
+                         float(np.concatenate(cosines).mean()), len(jobs))
+
+
+# ---------------------------------------------------------------------------------------- corpus
+def _pack(seqs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sequences as one flat int32 array and the offsets where each starts (plus the end)."""
+    lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+    flat = np.concatenate([np.asarray(s, dtype=np.int32) for s in seqs]) if len(seqs) else np.zeros(0, np.int32)
+    return flat, np.concatenate([[0], np.cumsum(lengths)])
+
+
+def _unpack(flat: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
+    return [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def training_sequences(recipe=None, *, cache: bool = True) -> list[np.ndarray]:
+    """The token ids of the sentences a ``scratch-bert`` recipe trains on (its corpus minus the
+    held-out share), tokenised exactly as :func:`bertflow_mini.encoders.pretrain.pretrain` does. Tokenising
+    ~200k sentences takes a while on a small CPU, so the result is cached, keyed by the recipe."""
+    from bertflow_mini.encoders import pretrain
+    from bertflow_mini._io import atomic_path, cache_dir
+    from bertflow_mini.data.corpus import corpus_sentences, split_held_out
+    from bertflow_mini.encoders.mlm import tokenize
+
+    recipe = recipe or pretrain.DEFAULT
+    path = cache_dir("corpus") / f"{pretrain.NAME}-{recipe.key()}-train-ids.npz"
+    if cache and path.is_file():
+        with np.load(path) as f:
+            return _unpack(f["flat"], f["offsets"])
+    train, _ = split_held_out(corpus_sentences(recipe.corpus), recipe.held_out)
+    seqs = tokenize(train, pretrain.load_tokenizer(), recipe.max_length).seqs
+    if cache:
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as f:
+                np.savez(f, **dict(zip(("flat", "offsets"), _pack(seqs))))
+    return seqs

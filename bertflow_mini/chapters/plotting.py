@@ -1,0 +1,121 @@
+"""The book's figure style, in one place, so every chapter's figures look alike."""
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+
+#: One colour per role, used consistently across chapters.
+COLORS = {"raw": "#c44e52", "flow": "#4c72b0", "whitening": "#55a868", "glove": "#8172b2", "gold": "#937860"}
+
+
+def set_style() -> None:
+    """Seaborn's clean style, readable font sizes, and figures sized for a book page."""
+    sns.set_theme(context="notebook", style="whitegrid", palette="deep")
+    mpl.rcParams.update({
+        "figure.figsize": (7.0, 4.0), "figure.dpi": 100, "savefig.dpi": 100,
+        "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 9, "axes.spines.top": False,
+        "axes.spines.right": False,
+    })
+
+
+def cosine_histograms(samples: dict[str, np.ndarray], ax=None, bins: int = 60, title: str | None = None):
+    """Overlaid density histograms of cosine similarities, one per named sample, on a shared [-1, 1] axis."""
+    ax = ax or plt.gca()
+    for name, values in samples.items():
+        ax.hist(np.asarray(values), bins=bins, range=(-1, 1), density=True, alpha=0.45, label=name,
+                color=COLORS.get(name.split()[0].lower()))
+    ax.set_xlim(-1, 1)
+    ax.set_xlabel("cosine similarity")
+    ax.set_ylabel("density")
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    return ax
+
+
+def offline_jshtml(anim, **kwargs) -> str:
+    """``anim.to_jshtml()`` with no external file, for a book read offline.
+
+    Matplotlib's player links Font Awesome from a CDN only for its nine button icons; drop that
+    link and label the buttons with plain characters instead.
+    """
+    import re
+
+    icons = {"fa-minus": "−", "fa-fast-backward": "|◀◀", "fa-step-backward": "|◀", "fa-play fa-flip-horizontal": "◀",
+             "fa-pause": "❚❚", "fa-play": "▶", "fa-step-forward": "▶|", "fa-fast-forward": "▶▶|", "fa-plus": "+"}
+    html = re.sub(r'<link rel="stylesheet"[^>]*>', "", anim.to_jshtml(**kwargs))
+    return re.sub(r'<i class="fa ([^"]+)"></i>', lambda m: icons[m.group(1)], html)
+
+
+def basis_animation(B: np.ndarray, points: dict[str, np.ndarray], n_frames: int = 16, size=(5.6, 4.4)):
+    """A 3-D animation of coordinate vectors ``points`` drawn in the basis (1 − s)·I + s·B as s goes
+    0 → 1, with their coordinate and true cosines printed on each frame (Chapter 2)."""
+    from matplotlib import animation
+
+    from bertflow_mini.geometry.bases import gram_cosine, interpolate_basis
+
+    fig = plt.figure(figsize=size, dpi=64)
+    ax = fig.add_subplot(projection="3d")
+    colors = dict(zip(points, ["#c44e52", "#4c72b0", "#55a868", "#8172b2"]))
+    pairs = [(p, q) for i, p in enumerate(points) for q in list(points)[i + 1 :]]
+    lim = 1.1 * max(np.abs(B @ a).max() for a in points.values())
+
+    def draw(frame: int) -> None:
+        s = frame / max(1, n_frames - 1)
+        M = interpolate_basis(B, s)
+        G = M.T @ M
+        ax.clear()
+        for i in range(M.shape[1]):
+            ax.quiver(0, 0, 0, *M[:, i], color="0.55", lw=1, arrow_length_ratio=0.1)
+            ax.text(*(M[:, i] * 1.08), f"b{i + 1}", color="0.4", fontsize=8)
+        for name, a in points.items():
+            ax.quiver(0, 0, 0, *(M @ a), color=colors[name], lw=2.2, arrow_length_ratio=0.08)
+            ax.text(*(M @ a * 1.06), name, color=colors[name], fontsize=10, weight="bold")
+        lines = [f"cos({p},{q}): coord {gram_cosine(points[p], points[q]):+.2f}  "
+                 f"true {gram_cosine(points[p], points[q], G):+.2f}" for p, q in pairs]
+        ax.text2D(0.0, 0.98, "\n".join(lines), transform=ax.transAxes, fontsize=8, family="monospace",
+                  va="top")
+        ax.set(xlim=(-lim, lim), ylim=(-lim, lim), zlim=(-lim, lim))
+        ax.set_title(f"basis (1 − s)·I + s·B,  s = {s:.2f}", fontsize=10, y=-0.08)
+
+    anim = animation.FuncAnimation(fig, draw, frames=n_frames)
+    plt.close(fig)  # the animation, not a static copy of its last frame
+    return anim
+
+
+def frequency_norm_scatter(ax, freq: np.ndarray, norms: np.ndarray, title: str, color: str = "C0",
+                           xlabel: str = "log$_{10}$ word frequency (wordfreq)"):
+    """Word-level scatter of log10 frequency against embedding norm, with the median norm per
+    half-decade bin (bins of fewer than 20 words are not drawn). Frequencies must be > 0."""
+    freq, norms = np.asarray(freq, dtype=float), np.asarray(norms, dtype=float)
+    if freq.shape != norms.shape or freq.ndim != 1 or (freq <= 0).any():
+        raise ValueError("freq and norms must be 1-D arrays of one length, freq > 0 (drop unknown words)")
+    logf = np.log10(freq)
+    ax.scatter(logf, norms, s=2, alpha=0.15, color=color, rasterized=True)
+    edges = np.arange(np.floor(logf.min()), logf.max() + 0.5, 0.5)
+    which = np.digitize(logf, edges)
+    mids = [(edges[b - 1] + 0.25) for b in np.unique(which) if (which == b).sum() >= 20]
+    medians = [np.median(norms[which == b]) for b in np.unique(which) if (which == b).sum() >= 20]
+    ax.plot(mids, medians, "k.-", label="median per bin")
+    ax.set(xlabel=xlabel, ylabel="ℓ2 norm of the word embedding", title=title)
+    ax.legend(loc="best")
+    return ax
+
+
+def projection_scatter(ax, P: np.ndarray, title: str, color: np.ndarray | None = None, n_show: int = 4000,
+                       seed: int = 0, **kwargs):
+    """Scatter of 2-D coordinates ``P`` (at most ``n_show`` random rows), the origin marked by a cross;
+    ``color`` (one value per row) is drawn with viridis. Returns the scatter, for a colour bar."""
+    P = np.asarray(P)
+    show = np.random.default_rng(seed).choice(len(P), size=min(len(P), n_show), replace=False)
+    if color is None:
+        sc = ax.scatter(P[show, 0], P[show, 1], s=3, alpha=0.3, color="C1", rasterized=True)
+    else:
+        sc = ax.scatter(P[show, 0], P[show, 1], s=3, alpha=0.5, c=np.asarray(color)[show], cmap="viridis",
+                        rasterized=True, **kwargs)
+    ax.plot(0, 0, "kx", ms=12, mew=3)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set(title=title, xlabel="singular direction 1", ylabel="singular direction 2")
+    return sc

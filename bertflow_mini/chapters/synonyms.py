@@ -1,0 +1,105 @@
+"""Swap a word for a WordNet synonym of another frequency, and see how far the sentence vector moves.
+
+Li et al. argue that frequency, not meaning, sets where a word's embedding sits, so two synonyms
+of different frequency ("like" / "love" in their example) pull a sentence vector to different places.
+This module builds the test behind Chapter 3's measurement: the synonym sets of WordNet 3.0
+(:func:`wordnet_synsets`), the single-token synonyms a vocabulary knows (:func:`synonym_map`), and,
+for real sentences, one swap per sentence with the log-frequency gap it makes (:func:`synonym_swaps`).
+The cosine between each sentence and its swapped twin is then a function of that gap.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bertflow_mini.data.corpus import WORDNET_FILES, _open_text
+from bertflow_mini.data.datasets import data_root
+
+_WORD = re.compile(r"[A-Za-z]+")
+_ADJ_MARKER = re.compile(r"\([a-z]+\)$")  # "galore(ip)": a syntactic marker on some adjectives
+
+
+def parse_synset_line(line: str) -> list[str]:
+    """The lemmas of one ``wndb(5WN)`` synset line, lower-case, ``_`` for multi-word lemmas kept.
+
+    Format: ``offset lex_filenum ss_type w_cnt word lex_id [word lex_id …] p_cnt … | gloss`` with
+    ``w_cnt`` in hexadecimal.
+    """
+    fields = line.split(" | ", 1)[0].split()
+    if len(fields) < 6:
+        raise ValueError(f"not a synset line: {line[:60]!r}")
+    n_words = int(fields[3], 16)
+    return [_ADJ_MARKER.sub("", fields[4 + 2 * i]).lower() for i in range(n_words)]
+
+
+def wordnet_synsets(root: str | Path | None = None) -> list[list[str]]:
+    """Every synset of WordNet 3.0 (nouns, verbs, adjectives, adverbs) as its list of lemmas."""
+    folder = data_root(root, need="wordnet") / "wordnet"
+    out = []
+    for name in WORDNET_FILES:
+        with _open_text(folder, name) as f:
+            out += [parse_synset_line(line) for line in f if not line.startswith("  ")]
+    return out
+
+
+def synonym_map(synsets: Iterable[Sequence[str]], vocab: set[str]) -> dict[str, list[str]]:
+    """For every single-word lemma in ``vocab``, its synonyms (same synset) that are in ``vocab`` too,
+    sorted and without the word itself."""
+    out: dict[str, set[str]] = {}
+    for lemmas in synsets:
+        usable = sorted({w for w in lemmas if w in vocab and w.isalpha()})
+        for w in usable:
+            out.setdefault(w, set()).update(u for u in usable if u != w)
+    return {w: sorted(s) for w, s in sorted(out.items()) if s}
+
+
+@dataclass(frozen=True)
+class Swap:
+    """One sentence with one word replaced by a synonym; ``gap`` = log10 f(synonym) − log10 f(word)."""
+
+    sentence: str
+    swapped: str
+    word: str
+    synonym: str
+    gap: float
+
+
+def synonym_swaps(
+    sentences: Sequence[str],
+    synonyms: dict[str, list[str]],
+    frequency: Callable[[str], float],
+    max_frequency: float = 1e-3,
+    seed: int = 0,
+) -> list[Swap]:
+    """At most one :class:`Swap` per sentence: a random eligible word, a random synonym of it.
+
+    A word is eligible when it has a synonym, both have frequency > 0 and the word's frequency is at
+    most ``max_frequency`` (this skips function words such as "in", whose WordNet synsets — "inch",
+    "Indiana" — are not the sense in the sentence). The swap keeps a capital first letter.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for sentence in sentences:
+        spans = [m for m in _WORD.finditer(sentence) if _eligible(m.group().lower(), synonyms, frequency,
+                                                                  max_frequency)]
+        if not spans:
+            continue
+        m = spans[rng.integers(len(spans))]
+        word = m.group().lower()
+        options = [s for s in synonyms[word] if frequency(s) > 0]
+        synonym = options[rng.integers(len(options))]
+        new = synonym.capitalize() if m.group()[0].isupper() else synonym
+        swapped = sentence[: m.start()] + new + sentence[m.end():]
+        gap = float(np.log10(frequency(synonym)) - np.log10(frequency(word)))
+        out.append(Swap(sentence, swapped, word, synonym, gap))
+    return out
+
+
+def _eligible(word: str, synonyms: dict[str, list[str]], frequency: Callable[[str], float],
+              max_frequency: float) -> bool:
+    f = frequency(word) if word in synonyms else 0.0
+    return 0 < f <= max_frequency and any(frequency(s) > 0 for s in synonyms[word])

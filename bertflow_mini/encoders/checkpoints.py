@@ -1,0 +1,31 @@
+"""A named checkpoint's parts beyond the encoder: its masked-LM head, and the corpus counts that
+the book's own pretraining saves beside it (``token_counts.npy``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bertflow_mini.encoders.names import resolve_model
+
+
+def load_mlm(name: str = "scratch-bert", device: str = "cpu"):
+    """A ``BertForMaskedLM`` with its head, in eval mode on ``device``, from a checkpoint name or folder."""
+    from transformers import BertForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar in a chapter's output
+    try:
+        return BertForMaskedLM.from_pretrained(resolve_model(name)).eval().to(device)
+    finally:
+        hf_logging.enable_progress_bar()
+
+
+def checkpoint_token_counts(name: str = "scratch-bert") -> np.ndarray:
+    """How often each token id occurs in the checkpoint's training corpus (``token_counts.npy``,
+    written by :func:`bertflow_mini.encoders.pretrain.pretrain`; special tokens are counted as 0)."""
+    path = Path(resolve_model(name)) / "token_counts.npy"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: only checkpoints pretrained by "
+                                "bertflow_mini.encoders.pretrain carry their corpus' token counts")
+    return np.load(path)

@@ -1,0 +1,227 @@
+"""``scratch-bert``: the book's own BERT, pretrained here with masked language modelling, offline.
+
+No raw BERT weights can be downloaded on the machines this book is built on, so it pretrains one:
+``transformers.BertForMaskedLM`` in the shape of Google's BERT-Mini (Turc et al. 2019: 4 layers,
+width 256, 4 heads, hub id ``google/bert_uncased_L-4_H-256_A-4``) with bert-base-uncased's full
+30,522-token WordPiece vocabulary, trained with BERT's recipe (:mod:`bertflow_mini.encoders.mlm`) on WordNet
+glosses and the unlabelled STS/SICK sentences (:mod:`bertflow_mini.data.corpus`).
+
+The recipe is a frozen dataclass (as nanoGPT's ``GPTConfig``); its hash names the checkpoint folder,
+so a changed recipe is never served a stale model::
+
+    ~/.cache/bertflow_mini/models/scratch-bert-<hash>/
+        pct-000/  pct-025/  pct-050/  pct-100/   # Hugging Face folders: 0% (random init) … 100%
+        training_log.csv  recipe.json
+
+The names ``scratch-bert`` (= 100%) and ``scratch-bert@0``, ``@25``, ``@50``, ``@100`` resolve to
+those folders; :func:`checkpoint` pretrains on demand when they do not exist yet.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bertflow_mini._io import cache_dir
+from bertflow_mini._threads import torch_threads
+from bertflow_mini.data.corpus import corpus_sentences, split_held_out, unigram_entropy
+from bertflow_mini.encoders.mlm import MLMData, evaluate_mlm, tokenize, train_mlm
+
+#: Bump when the training code changes what a recipe produces: every cached checkpoint is then retrained.
+RECIPE_VERSION = 1
+NAME = "scratch-bert"
+PERCENTS = (0, 25, 50, 100)
+TOKENIZER = "bert-base-uncased-tokenizer"
+SECONDS_PER_STEP = 0.45  # measured on the project's 2-core CPU (benchmarks/bench_pretrain.py); for the estimate only
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything that determines the pretrained weights."""
+
+    layers: int = 4
+    hidden: int = 256
+    heads: int = 4
+    intermediate: int = 1024
+    positions: int = 128
+    max_length: int = 64
+    dropout: float = 0.1
+    steps: int = 1500
+    batch_size: int = 64
+    lr: float = 5e-4
+    warmup: float = 0.06
+    weight_decay: float = 0.01
+    corpus: str = "wordnet+sts"
+    held_out: float = 0.02
+    seed: int = 0
+
+    def key(self) -> str:
+        """A short hash of the recipe and :data:`RECIPE_VERSION`."""
+        import hashlib
+
+        text = json.dumps({"version": RECIPE_VERSION, **asdict(self)}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def bert_config(recipe: Recipe, vocab_size: int, pad_id: int):
+    """The ``transformers.BertConfig`` of ``recipe`` (GELU, post-LayerNorm, tied decoder: BERT's own)."""
+    from transformers import BertConfig
+
+    return BertConfig(
+        vocab_size=vocab_size, hidden_size=recipe.hidden, num_hidden_layers=recipe.layers,
+        num_attention_heads=recipe.heads, intermediate_size=recipe.intermediate,
+        max_position_embeddings=recipe.positions, hidden_dropout_prob=recipe.dropout,
+        attention_probs_dropout_prob=recipe.dropout, pad_token_id=pad_id, tie_word_embeddings=True,
+    )
+
+
+def run_dir(recipe: Recipe) -> Path:
+    """Where ``recipe``'s checkpoints live (whether or not they exist yet)."""
+    return cache_dir("models") / f"{NAME}-{recipe.key()}"
+
+
+def load_tokenizer():
+    """bert-base-uncased's WordPiece tokenizer: from ``$BERTFLOW_MODELS`` or the hub."""
+    from transformers import AutoTokenizer
+
+    from bertflow_mini.encoders.sources import folder_or_hub
+
+    return AutoTokenizer.from_pretrained(folder_or_hub(TOKENIZER))
+
+
+# ---------------------------------------------------------------------------------------- training
+class _Log:
+    """Collects the training curve: the loss of every step, held-out loss at the checkpoints."""
+
+    def __init__(self, model, held: MLMData, saves: dict[int, Path], tokenizer, every: int) -> None:
+        self.model, self.held, self.saves, self.tokenizer, self.every = model, held, saves, tokenizer, every
+        self.rows: list[dict] = []
+        self.window: list[float] = []
+
+    def __call__(self, step: int, loss: float) -> None:
+        if not np.isnan(loss):
+            self.window.append(loss)
+        if step in self.saves or step % self.every == 0:
+            held = evaluate_mlm(self.model, self.held)
+            train = float(np.mean(self.window)) if self.window else float("nan")
+            self.rows.append({"step": step, "train_loss": train, "held_out_loss": held})
+            self.window = []
+        if step in self.saves:
+            self.model.save_pretrained(self.saves[step])
+            self.tokenizer.save_pretrained(self.saves[step])
+
+
+def _write_log(folder: Path, rows: list[dict], info: dict) -> None:
+    with open(folder / "training_log.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    (folder / "recipe.json").write_text(json.dumps(info, indent=2) + "\n")
+
+
+def pretrain(recipe: Recipe, *, threads: int | None = None, progress: bool = True) -> Path:
+    """Pretrain ``recipe`` and write its checkpoints (atomically: the folder appears complete or not at
+    all); returns :func:`run_dir`. Deterministic: the same recipe on the same machine gives the same bits.
+    """
+    from transformers import BertForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # no "Writing model shards" bar per checkpoint
+    final = run_dir(recipe)
+    tokenizer = load_tokenizer()
+    train_text, held_text = split_held_out(corpus_sentences(recipe.corpus), recipe.held_out)
+    train = tokenize(train_text, tokenizer, recipe.max_length)
+    held = tokenize(held_text, tokenizer, recipe.max_length)
+    counts = np.bincount(np.concatenate(train.seqs), minlength=train.vocab_size)
+    counts[list(train.special_ids)] = 0
+    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".partial"))
+    try:
+        saves = {round(recipe.steps * p / 100): staging / f"pct-{p:03d}" for p in PERCENTS}
+        with torch.random.fork_rng(devices=[]), torch_threads(threads or os.cpu_count()):
+            torch.manual_seed(recipe.seed)
+            model = BertForMaskedLM(bert_config(recipe, len(tokenizer), tokenizer.pad_token_id))
+            log = _Log(model, held, saves, tokenizer, every=max(1, recipe.steps // 20))
+            start = time.perf_counter()
+            train_mlm(model, train, steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,
+                      warmup_steps=max(1, round(recipe.warmup * recipe.steps)), seed=recipe.seed,
+                      weight_decay=recipe.weight_decay, callback=log, progress=progress)
+            seconds = time.perf_counter() - start
+        info = {"recipe": asdict(recipe), "recipe_version": RECIPE_VERSION, "key": recipe.key(),
+                "train_sentences": len(train.seqs), "held_out_sentences": len(held.seqs),
+                "train_tokens": int(sum(len(s) for s in train.seqs)),
+                "unigram_entropy": unigram_entropy(counts), "seconds": seconds}
+        for folder in [staging, *saves.values()]:  # each checkpoint carries the run's log and counts
+            np.save(folder / "token_counts.npy", counts)
+            _write_log(folder, log.rows, info)
+        if final.exists():  # another process finished the same recipe first: keep theirs
+            return final
+        os.replace(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+# ---------------------------------------------------------------------------------------- names
+def parse_name(name: str) -> int | None:
+    """``"scratch-bert"`` → 100, ``"scratch-bert@25"`` → 25; any other name → None."""
+    base, _, pct = name.partition("@")
+    if base != NAME:
+        return None
+    if not pct:
+        return 100
+    if not pct.isdigit() or int(pct) not in PERCENTS:
+        raise ValueError(f"{name!r}: the checkpoints of {NAME} are {', '.join(f'@{p}' for p in PERCENTS)}")
+    return int(pct)
+
+
+def checkpoint(name: str = NAME, recipe: Recipe | None = None, *, progress: bool = True) -> Path:
+    """The folder of checkpoint ``name`` (``scratch-bert`` or ``scratch-bert@<percent>``) of ``recipe``
+    (default: :data:`DEFAULT`), pretraining first (saying how long that takes) when it is not cached."""
+    recipe = recipe or DEFAULT
+    pct = parse_name(name)
+    if pct is None:
+        raise ValueError(f"{name!r} is not a {NAME} checkpoint name")
+    folder = run_dir(recipe) / f"pct-{pct:03d}"
+    if not folder.is_dir():
+        minutes = recipe.steps * SECONDS_PER_STEP / 60
+        print(f"{NAME}: no checkpoint for this recipe in {run_dir(recipe).parent}; pretraining it now "
+              f"(about {minutes:.0f} minutes on a 2-core CPU) …", flush=True)
+        pretrain(recipe, progress=progress)
+    return folder
+
+
+def training_log(recipe: Recipe | None = None) -> tuple[list[dict], dict]:
+    """The training curve and the run's facts (corpus sizes, unigram entropy, seconds) of ``recipe``."""
+    folder = checkpoint(NAME, recipe).parent
+    with open(folder / "training_log.csv") as f:
+        rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    return rows, json.loads((folder / "recipe.json").read_text())
+
+
+#: The recipe behind the names ``scratch-bert`` and ``scratch-bert@<percent>``.
+DEFAULT = Recipe()
+
+
+def steps_for_minutes(minutes: float, seconds_per_step: float = SECONDS_PER_STEP) -> int:
+    """The number of steps that takes about ``minutes`` on the project's CPU at the default shape.
+
+    A budget in minutes becomes a step count *before* training, so the recipe (and its weights) stay
+    deterministic: two runs of ``pretrain --minutes 40`` train the same steps whatever the clock says.
+    """
+    if not (minutes > 0 and math.isfinite(minutes)):
+        raise ValueError(f"minutes must be a positive number, got {minutes!r}")
+    return max(1, round(minutes * 60 / seconds_per_step))
+
+
+def with_overrides(**changes) -> Recipe:
+    """The default recipe with some fields changed (``None`` values ignored)."""
+    return replace(DEFAULT, **{k: v for k, v in changes.items() if v is not None})

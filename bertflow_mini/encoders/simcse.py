@@ -1,0 +1,203 @@
+"""Unsupervised SimCSE (Gao, Yao & Chen 2021) on the book's own BERT: the field's next step after the flow.
+
+The whole method is one loss. Encode a batch of sentences **twice** with dropout on: the two vectors
+of the same sentence differ only by dropout noise and form the positive pair; every other sentence of
+the batch is a negative. With cosine similarities ``s_ij = cos(z_i, z'_j)`` and temperature ``τ``,
+
+    ℓ_i = −log( exp(s_ii / τ) / Σ_j exp(s_ij / τ) ),
+
+a cross-entropy whose correct "class" of row ``i`` is column ``i`` (:func:`simcse_loss`). Unlike the
+flow and whitening, SimCSE changes the encoder's weights, so its result is a new checkpoint, named
+``<base>+simcse`` (``scratch-bert+simcse``, ``scratch-bert@0+simcse``) and cached like the pretrained
+model: the folder's name hashes the base weights, the :class:`SimCSEConfig` and :data:`VERSION`, so a
+changed base or recipe is never served stale weights::
+
+    ~/.cache/bertflow_mini/models/scratch-bert+simcse-<hash>/   # a Hugging Face folder + training_log.csv
+
+Deviations from Gao et al., all for a 2-core CPU and a 4-layer model: the training sentences are the
+unlabelled STS/SICK sentences the flow is fitted on (Gao et al.: 10⁶ Wikipedia sentences); a fixed
+number of steps with no checkpoint chosen on STS-B dev (they evaluate every 250 steps on the labelled
+dev set and keep the best); batches of sentences of similar length (less padding); the sentence
+vector is the pooling the book evaluates (``first-last-avg``, no MLP head), where Gao et al. train
+[CLS] with an MLP and test [CLS] without it (their Table 6 finds the poolings within a point).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bertflow_mini._io import cache_dir
+from bertflow_mini._progress import tqdm
+from bertflow_mini._threads import torch_threads
+from bertflow_mini.encoders.pooling import pool
+from bertflow_mini.encoders.sources import short_name
+
+#: Bump when the training code changes what a config produces: every cached SimCSE model is retrained.
+VERSION = 1
+SUFFIX = "+simcse"
+
+
+@dataclass(frozen=True)
+class SimCSEConfig:
+    """Everything besides the base weights that determines the SimCSE weights."""
+
+    steps: int = 120
+    batch_size: int = 64  # Gao et al.'s unsupervised batch
+    lr: float = 5e-5  # Gao et al.: 3e-5 for bert-base
+    temperature: float = 0.05  # Gao et al.'s τ
+    max_length: int = 32  # Gao et al.'s unsupervised setting
+    pooling: str = "first-last-avg"
+    corpus: str = "sts"  # bertflow_mini.data.corpus: the unlabelled STS/SICK sentences
+    seed: int = 0
+
+    def key(self, base_fingerprint: str) -> str:
+        """A short hash of the base weights, this config and :data:`VERSION`."""
+        text = json.dumps({"version": VERSION, "base": base_fingerprint, **asdict(self)}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+DEFAULT = SimCSEConfig()
+SECONDS_PER_STEP = 0.9  # measured on the project's 2-core CPU at the default config; for the estimate only
+
+
+# ---------------------------------------------------------------------------------------- the loss
+def simcse_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.05) -> torch.Tensor:
+    """InfoNCE with in-batch negatives: row ``i`` of ``z1`` must pick row ``i`` of ``z2`` by cosine / τ."""
+    if z1.ndim != 2 or z1.shape != z2.shape or len(z1) < 2:
+        raise ValueError(f"z1 and z2 must be equal (b, d) batches with b >= 2, got {tuple(z1.shape)}, {tuple(z2.shape)}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    sims = F.cosine_similarity(z1[:, None, :], z2[None, :, :], dim=-1) / temperature
+    return F.cross_entropy(sims, torch.arange(len(z1), device=z1.device))
+
+
+def embed_twice(model, ids: torch.Tensor, attention: torch.Tensor, pooling: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batch through ``model`` twice in one pass (two dropout masks): the positive pairs."""
+    both = model(input_ids=torch.cat([ids, ids]), attention_mask=torch.cat([attention, attention]),
+                 output_hidden_states=True).hidden_states
+    z = pool(both, torch.cat([attention, attention]), pooling)
+    return z[: len(ids)], z[len(ids) :]
+
+
+# ---------------------------------------------------------------------------------------- training
+def train_simcse(model, tokenizer, sentences: list[str], config: SimCSEConfig = DEFAULT,
+                 progress: bool = True) -> list[float]:
+    """Fine-tune ``model`` (a ``BertModel``) in place with unsupervised SimCSE; returns the loss per step.
+
+    Deterministic: dropout and batch order come from ``config.seed`` only (the caller's random state
+    is left as it was). AdamW with no weight decay and a linear decay to 0, as Gao et al. (Hugging
+    Face ``Trainer`` defaults).
+    """
+    from bertflow_mini.encoders.mlm import adamw, length_batches, tokenize, warmup_linear
+
+    if len(sentences) < config.batch_size:
+        raise ValueError(f"need at least batch_size={config.batch_size} sentences, got {len(sentences)}")
+    data = tokenize(sentences, tokenizer, config.max_length)
+    device = next(model.parameters()).device
+    losses: list[float] = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)  # the dropout masks
+        gen = torch.Generator().manual_seed(config.seed)  # the batches
+        batches = length_batches([len(s) for s in data.seqs], config.batch_size, gen)
+        opt = adamw(model, config.lr, weight_decay=0.0)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_linear(0, config.steps))
+        model.train()
+        for _ in tqdm(range(config.steps), desc="SimCSE", disable=not progress, unit="step"):
+            index = next(batches)
+            while len(index) < 2:  # a lone sentence has no negative: take the next batch
+                index = next(batches)
+            b = data.batch(index)
+            z1, z2 = embed_twice(model, b.ids.to(device), b.attention.to(device), config.pooling)
+            loss = simcse_loss(z1, z2, config.temperature)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+    model.eval()
+    return losses
+
+
+# ---------------------------------------------------------------------------------------- names and cache
+def parse_name(name: str) -> str | None:
+    """``"scratch-bert+simcse"`` → ``"scratch-bert"`` (the base model); any other name → None."""
+    base = str(name)
+    return base[: -len(SUFFIX)] if base.endswith(SUFFIX) and len(base) > len(SUFFIX) else None
+
+
+def run_dir(base: str, fingerprint: str, config: SimCSEConfig | None = None) -> Path:
+    """Where the SimCSE model of ``base`` (weights ``fingerprint``) and ``config`` lives."""
+    config = config or DEFAULT
+    return cache_dir("models") / f"{short_name(base)}{SUFFIX}-{config.key(fingerprint)}"
+
+
+def _write_log(folder: Path, losses: list[float], info: dict) -> None:
+    with open(folder / "training_log.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["step", "loss"])
+        writer.writerows(enumerate(losses, start=1))
+    (folder / "simcse.json").write_text(json.dumps(info, indent=2) + "\n")
+
+
+def train_and_save(encoder, config: SimCSEConfig | None = None, *, progress: bool = True,
+                   threads: int | None = None) -> Path:
+    """Fine-tune a loaded transformer ``encoder`` with SimCSE and save it atomically (the folder
+    appears complete or not at all) under :func:`run_dir`; a no-op when the cache already holds it.
+    Trains on the encoder's device. Returns the folder. (By name: ``load_encoder("<base>+simcse")``.)"""
+    import copy
+
+    from bertflow_mini.data.corpus import corpus_sentences
+
+    config = config or DEFAULT
+    encoder.require_transformer("SimCSE (it fine-tunes the weights)")
+    final = run_dir(encoder.name, encoder.fingerprint, config)
+    if final.is_dir():
+        return final
+    minutes = config.steps * SECONDS_PER_STEP / 60
+    print(f"{encoder.name}{SUFFIX}: not cached; fine-tuning {encoder.name} with SimCSE now (about "
+          f"{minutes:.0f} minutes on a 2-core CPU) …", flush=True)
+    model = copy.deepcopy(encoder.model)
+    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".partial"))
+    try:
+        start, cpu = time.perf_counter(), time.process_time()
+        with torch_threads(threads):  # None: the caller's setting
+            losses = train_simcse(model, encoder.tokenizer, corpus_sentences(config.corpus), config, progress)
+        info = {"base": encoder.name, "base_fingerprint": encoder.fingerprint, "config": asdict(config),
+                "version": VERSION, "seconds": time.perf_counter() - start,
+                "cpu_seconds": time.process_time() - cpu}  # wall clock, and CPU time of all threads
+        model.save_pretrained(staging)
+        encoder.tokenizer.save_pretrained(staging)
+        _write_log(staging, losses, info)
+        if not final.exists():  # another process may have finished the same model first: keep theirs
+            os.replace(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def read_training_log(folder: Path) -> tuple[np.ndarray, dict]:
+    """The loss per step and the run's facts (base, config, seconds) of the SimCSE model in ``folder``."""
+    with open(folder / "training_log.csv") as f:
+        losses = np.array([float(row["loss"]) for row in csv.DictReader(f)])
+    return losses, json.loads((folder / "simcse.json").read_text())
+
+
+def split_method(method: str) -> tuple[bool, str]:
+    """``"simcse+whitening"`` → ``(True, "whitening")``, ``"simcse"`` → ``(True, "none")``,
+    ``"flow"`` → ``(False, "flow")``: whether a table method runs on the SimCSE encoder, and the
+    post-processor after it."""
+    head, _, rest = method.partition("+")
+    if head == "simcse":
+        return True, rest or "none"
+    return False, method

@@ -1,0 +1,15 @@
+"""Layer 4 — geometry: measurements of the spaces the lower layers produce.
+
+``isotropy``        how anisotropic is a cloud of vectors? (normalised I(W), IsoScore, mean cosine)
+``frequency``       word frequency vs norm and neighbourhood density (the paper's Table 1)
+``degeneration``    representation degeneration (Gao et al. 2019): hull, unseen tokens, bias
+``token_geometry``  a checkpoint's output layer: a cone? where are the unseen tokens?
+``contextual``      contextual token vectors, layer by layer
+``bases``           cosine in a basis that is not orthonormal
+``holes``           are mixtures of sentence vectors in emptier places than real ones?
+``neighbours``      does a post-processor keep each sentence's nearest neighbours?
+``similarity``      another similarity instead of another space (Mahalanobis cosine, BERTScore)
+``alignment``       alignment and uniformity (Wang & Isola 2020)
+
+May import every layer below (data, encoders, post-processors, evaluation).
+"""

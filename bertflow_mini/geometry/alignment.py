@@ -1,0 +1,96 @@
+"""Alignment and uniformity (Wang & Isola 2020): two numbers for what contrastive learning optimises.
+
+On ℓ2-normalised vectors ``f(x)``:
+
+* **alignment** ``E_{(x, y) ~ positive pairs} ‖f(x) − f(y)‖^α`` (α = 2): how close sentences that
+  mean the same thing are. Lower is better; 0 when every positive pair coincides.
+* **uniformity** ``log E_{x, y ~ data} exp(−t ‖f(x) − f(y)‖²)`` (t = 2): how evenly the vectors
+  spread over the unit sphere. Lower is better; 0 when every vector is the same (a collapsed space,
+  the anisotropy of raw BERT taken to its limit), about −4 for points spread uniformly over a
+  high-dimensional sphere (there ‖u − v‖² ≈ 2 for almost every pair).
+
+Gao et al. (2021, SimCSE, Fig. 2) measure both on STS-B: positive pairs are the pairs with a gold
+score above 4 (of 5), the data all STS-B sentences. :func:`stsb_alignment_uniformity` does that on one
+split (the test split by default; which split they used is our reading), :func:`method_geometry` for
+every method of the book's STS table.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from bertflow_mini._checks import check_matrix
+
+
+def _normalise(x: np.ndarray, name: str) -> np.ndarray:
+    x = check_matrix(x, name).astype(np.float64)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise ValueError(f"{name} has an all-zero row: it has no direction")
+    return x / norms
+
+
+def alignment(a: np.ndarray, b: np.ndarray, alpha: float = 2.0) -> float:
+    """Mean ``‖u_i − v_i‖^α`` over the rows of ``a`` and ``b`` (normalised first): the positive pairs."""
+    u, v = _normalise(a, "a"), _normalise(b, "b")
+    if u.shape != v.shape:
+        raise ValueError(f"a and b must have the same shape, got {u.shape} and {v.shape}")
+    return float((np.linalg.norm(u - v, axis=1) ** alpha).mean())
+
+
+def uniformity(x: np.ndarray, t: float = 2.0, max_rows: int | None = 5000, seed: int = 0) -> float:
+    """``log`` of the mean of ``exp(−t ‖u_i − u_j‖²)`` over all pairs i < j of normalised rows.
+
+    Above ``max_rows`` rows a fixed random subset of that size is used (the mean over pairs of a
+    subset is an unbiased estimate; exact pairs cost O(n²)). Computed in log space.
+    """
+    u = _normalise(x, "x")
+    if len(u) < 2:
+        raise ValueError("uniformity needs at least 2 rows")
+    if max_rows is not None and len(u) > max_rows:
+        u = u[np.sort(np.random.default_rng(seed).choice(len(u), max_rows, replace=False))]
+    sq = np.clip(2.0 - 2.0 * (u @ u.T), 0.0, None)  # ‖u − v‖² = 2 − 2 u·v on the unit sphere
+    pairs = sq[np.triu_indices(len(u), k=1)]
+    from scipy.special import logsumexp
+
+    return float(logsumexp(-t * pairs) - np.log(len(pairs)))
+
+
+def stsb_alignment_uniformity(embed, threshold: float = 4.0, split: str = "test") -> dict[str, float]:
+    """Gao et al.'s measurement: alignment over STS-B ``split`` pairs scored ≥ ``threshold``,
+    uniformity over all that split's sentences; ``embed`` maps a list of sentences to ``(n, d)``."""
+    from bertflow_mini.data import load_sts
+
+    pairs = load_sts("STSB", split)
+    keep = pairs.scores >= threshold
+    first = [s for s, k in zip(pairs.sent1, keep) if k]
+    second = [s for s, k in zip(pairs.sent2, keep) if k]
+    return {"alignment": alignment(embed(first), embed(second)),
+            "uniformity": uniformity(embed(pairs.sentences()))}
+
+
+def method_geometry(evaluation, methods, pooling="first-last-avg", threshold: float = 4.0, seed: int = 0):
+    """One row per method of :mod:`bertflow_mini.evaluation.reproduce` (``simcse`` variants included): alignment,
+    uniformity and IsoScore of STS-B test sentences. ``evaluation`` is the encoder's
+    :class:`bertflow_mini.evaluation.reproduce.Evaluation`: each post-processor is the one its STS table uses
+    (fitted on every STS-B sentence, no labels), fitted once for both. IsoScore is
+    :func:`bertflow_mini.geometry.isotropy.iso_score`."""
+    import pandas as pd
+
+    from bertflow_mini.data import load_sts
+    from bertflow_mini.geometry.isotropy import iso_score
+    from bertflow_mini.encoders.simcse import split_method
+
+    pairs = load_sts("STSB", "test")
+    keep = pairs.scores >= threshold
+    rows = {}
+    for method in methods:
+        tuned, post_name = split_method(method)
+        ev = evaluation.simcse() if tuned else evaluation
+        emb = ev.embedded("STSB", pooling)
+        post = ev.postprocessor("STSB", pooling, post_name, "target", seed)
+        f = (lambda x: x) if post is None else post.transform
+        a = f(emb([s for s, k in zip(pairs.sent1, keep) if k]))
+        b = f(emb([s for s, k in zip(pairs.sent2, keep) if k]))
+        every = f(emb(pairs.sentences()))
+        rows[method] = {"alignment": alignment(a, b), "uniformity": uniformity(every), "IsoScore": iso_score(every)}
+    return pd.DataFrame(rows).T

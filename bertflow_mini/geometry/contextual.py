@@ -1,0 +1,38 @@
+"""Contextual token vectors, layer by layer: what Ethayarajh (2019) measured anisotropy on.
+
+Ethayarajh's "anisotropy" of a layer is the mean cosine between the representations of randomly
+drawn *tokens* (words in their contexts), not of sentence vectors. :func:`token_states` returns, for
+every layer of a transformer encoder, the vector of every real token of a set of sentences
+([CLS], [SEP] and padding left out), so :func:`bertflow_mini.geometry.isotropy.mean_random_cosine` can be
+applied to tokens exactly as to sentences.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from bertflow_mini.encoders.encoder import Encoder
+
+
+@torch.no_grad()
+def token_states(encoder: Encoder, sentences: Sequence[str], max_length: int = 128,
+                 batch_size: int = 64) -> np.ndarray:
+    """Array ``(n_layers + 1, n_tokens, d)``: index 0 is the embedding output, then one per layer;
+    rows are the sentences' word-piece tokens in order, special tokens and padding excluded."""
+    if encoder.model is None:
+        raise ValueError(f"{encoder.name} has no contextual tokens (a static word-vector model)")
+    if isinstance(sentences, str) or len(sentences) == 0:
+        raise ValueError("sentences must be a non-empty list of strings")
+    encoder.model.eval()
+    special = torch.tensor(sorted(set(encoder.tokenizer.all_special_ids)))
+    chunks = []
+    for start in range(0, len(sentences), batch_size):
+        batch = encoder.tokenizer(list(sentences[start : start + batch_size]), padding=True,
+                                  truncation=True, max_length=max_length, return_tensors="pt")
+        batch = {k: v.to(encoder.device) for k, v in batch.items()}
+        hidden = encoder.model(**batch, output_hidden_states=True).hidden_states
+        keep = (batch["attention_mask"].bool() & ~torch.isin(batch["input_ids"], special.to(encoder.device)))
+        chunks.append(torch.stack([h[keep] for h in hidden]).float().cpu())
+    return torch.cat(chunks, dim=1).numpy()
