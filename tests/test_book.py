@@ -65,8 +65,8 @@ def test_chapter_hygiene(nb_path):
     assert "google.colab" in first and CONFIG["repository"]["url"] in first, f"{nb_path.name}: Colab set-up cell"
     assert re.search(r"^MODEL\s*=", text, re.M), f"{nb_path.name}: no MODEL setting"
     # checked cells: compared with a fresh run by tests/test_notebooks.py; nbval's markers are read by nothing
-    assert any(parse_marker(source(c)) is not None for c in code), f"{nb_path.name}: no cell marked # CHECK_OUTPUT"
-    assert "NBVAL_" not in text, f"{nb_path.name}: an nbval marker, which nothing reads; use # CHECK_OUTPUT"
+    assert any(parse_marker(source(c)) is not None for c in code), f"{nb_path.name}: no cell marked # NBVAL_CHECK_OUTPUT"
+    assert "# CHECK_OUTPUT" not in text, f"{nb_path.name}: the old marker, which nothing reads; use # NBVAL_CHECK_OUTPUT"
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     # code fits the page (88 columns, `ruff format book/`); the browser check sees no sideways scrolling
     wide = [line for c in code for line in source(c).splitlines() if len(line) > 88]

@@ -10,6 +10,7 @@ from bertflow_mini.chapters.output_check import (
     compare_cell,
     compare_notebook,
     compare_text,
+    EXACT,
     parse_marker,
     split_numbers,
 )
@@ -117,27 +118,28 @@ def test_table_alignment_may_shift_when_a_number_gains_a_sign():
 # ----------------------------------------------------------------------------- the marker
 def test_marker_states_the_cells_tolerance():
     assert parse_marker("x = 1") is None
-    assert parse_marker("# NBVAL_CHECK_OUTPUT\nx = 1") is None
-    assert parse_marker("print('# CHECK_OUTPUT')") is None
-    assert parse_marker("# CHECK_OUTPUT\nx = 1") == DEFAULT
-    tolerance = parse_marker("# CHECK_OUTPUT atol=0.5 rtol=0  # Spearman x 100 of a trained flow\nx = 1")
+    assert parse_marker("# tolerance: atol=0.5\nx = 1") is None  # no nbval marker: not checked
+    assert parse_marker("print('# NBVAL_CHECK_OUTPUT')") is None
+    assert parse_marker("# NBVAL_CHECK_OUTPUT\nx = 1") == EXACT
+    assert parse_marker("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02\nx = 1") == DEFAULT
+    tolerance = parse_marker("# NBVAL_CHECK_OUTPUT\n# tolerance: atol=0.5 rtol=0  # Spearman x 100 of a trained flow\nx = 1")
     assert tolerance == Tolerance(rtol=0.0, atol=0.5, ulps=DEFAULT.ulps, ints=DEFAULT.ints)
 
 
-@pytest.mark.parametrize("line", ["# CHECK_OUTPUT rtoll=0.1", "# CHECK_OUTPUT rtol", "# CHECK_OUTPUT rtol=wide"])
+@pytest.mark.parametrize("line", ["# tolerance: rtoll=0.1", "# tolerance: rtol", "# tolerance: rtol=wide"])
 def test_a_misspelt_override_is_an_error_not_the_default(line):
     with pytest.raises(ValueError):
-        parse_marker(line)
+        parse_marker("# NBVAL_CHECK_OUTPUT\n" + line)
 
 
 def test_per_cell_override_widens_and_narrows_the_default():
     committed, fresh = "rho x 100: 80.4", "rho x 100: 79.8"  # drift 0.6; default allows 0.02 * 80.4 = 1.608
-    assert compare_cell(code_cell("# CHECK_OUTPUT", stdout(committed)),
-                        code_cell("# CHECK_OUTPUT", stdout(fresh)), "cell")[0] == []
-    strict = "# CHECK_OUTPUT atol=0.5 rtol=0"
+    assert compare_cell(code_cell("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", stdout(committed)),
+                        code_cell("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", stdout(fresh)), "cell")[0] == []
+    strict = "# NBVAL_CHECK_OUTPUT\n# tolerance: atol=0.5 rtol=0"
     (mismatch,) = compare_cell(code_cell(strict, stdout(committed)), code_cell(strict, stdout(fresh)), "cell")[0]
     assert "drift 0.6, allowed 0.5" in str(mismatch)
-    wide = "# CHECK_OUTPUT rtol=0.1"
+    wide = "# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.1"
     assert compare_cell(code_cell(wide, stdout("0.50")), code_cell(wide, stdout("0.54")), "cell")[0] == []
 
 
@@ -147,29 +149,29 @@ def notebook(*cells: dict) -> dict:
 
 
 def test_only_marked_cells_are_compared_but_any_error_fails():
-    committed = notebook(code_cell("print(1)", stdout("1.00")), code_cell("# CHECK_OUTPUT", stdout("0.50")))
-    fresh = notebook(code_cell("print(1)", stdout("7.00")), code_cell("# CHECK_OUTPUT", stdout("0.50")))
+    committed = notebook(code_cell("print(1)", stdout("1.00")), code_cell("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", stdout("0.50")))
+    fresh = notebook(code_cell("print(1)", stdout("7.00")), code_cell("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", stdout("0.50")))
     assert compare_notebook(committed, fresh)[0] == []
     error = {"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}
-    broken = notebook(code_cell("print(1)", error), code_cell("# CHECK_OUTPUT", stdout("0.50")))
+    broken = notebook(code_cell("print(1)", error), code_cell("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", stdout("0.50")))
     (mismatch,) = compare_notebook(committed, broken)[0]
     assert "ValueError: boom" in str(mismatch)
 
 
 def test_a_new_warning_in_a_checked_cell_fails_and_figures_are_not_compared():
     figure = {"output_type": "display_data", "data": {"image/png": "AAA", "text/plain": "<Figure 640x480>"}}
-    committed = notebook(code_cell("# CHECK_OUTPUT", stdout("0.50"), figure))
-    redrawn = notebook(code_cell("# CHECK_OUTPUT", stdout("0.50"), dict(figure, data={"image/png": "BBB"})))
+    committed = notebook(code_cell("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", stdout("0.50"), figure))
+    redrawn = notebook(code_cell("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", stdout("0.50"), dict(figure, data={"image/png": "BBB"})))
     assert compare_notebook(committed, redrawn)[0] == []
-    warned = notebook(code_cell("# CHECK_OUTPUT", stdout("0.50"), {"output_type": "stream", "name": "stderr",
+    warned = notebook(code_cell("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", stdout("0.50"), {"output_type": "stream", "name": "stderr",
                                                                      "text": "UserWarning: ..."}, figure))
     (mismatch,) = compare_notebook(committed, warned)[0]
     assert "['stdout'] are now ['stdout', 'stderr']" in str(mismatch)
 
 
 def test_drifts_report_every_number_that_moved_and_its_share_of_the_tolerance():
-    committed = notebook(code_cell("# CHECK_OUTPUT", stdout("a 0.50 b 60.0 c 7")))
-    fresh = notebook(code_cell("# CHECK_OUTPUT", stdout("a 0.51 b 59.4 c 7")))
+    committed = notebook(code_cell("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", stdout("a 0.50 b 60.0 c 7")))
+    fresh = notebook(code_cell("# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", stdout("a 0.51 b 59.4 c 7")))
     mismatches, drifts = compare_notebook(committed, fresh)
     assert mismatches == []
     assert [(d.committed.text, d.fresh.text) for d in drifts] == [("0.50", "0.51"), ("60.0", "59.4")]

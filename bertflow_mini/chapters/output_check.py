@@ -27,8 +27,9 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-MARKER = "CHECK_OUTPUT"
-MARKER_LINE = re.compile(rf"^\s*#\s*{MARKER}\b(?P<options>[^#\n]*)", re.M)
+MARKER = "NBVAL_CHECK_OUTPUT"  # nbval's own marker: the cell's output is checked
+MARKER_LINE = re.compile(rf"^\s*#\s*{MARKER}\s*$", re.M)
+TOLERANCE_LINE = re.compile(r"^\s*#\s*tolerance:(?P<options>[^#\n]*)", re.M)
 
 NUMBER = re.compile(
     r"""(?<![\w.])                  # not inside a name (STS12, x1, log10) or after a decimal point
@@ -68,6 +69,8 @@ class Tolerance:
 
 
 DEFAULT = Tolerance()
+#: A checked cell without a tolerance line: the same text, every digit.
+EXACT = Tolerance(rtol=0.0, atol=0.0, ulps=0.0)
 
 
 @dataclass(frozen=True)
@@ -117,20 +120,24 @@ class Mismatch:
 
 
 def parse_marker(source: str) -> Tolerance | None:
-    """The tolerance a cell's marker comment states, or None when the cell is not checked.
+    """The tolerance a checked cell states, or None when the cell is not checked.
 
-    ``# CHECK_OUTPUT rtol=0.05  # a trained flow`` gives ``Tolerance(rtol=0.05)``; an unknown option
-    is an error, so a typo cannot silently fall back to the default.
+    A cell is checked when a line is nbval's ``# NBVAL_CHECK_OUTPUT``. Its numbers may then drift by
+    what a ``# tolerance: rtol=0.05  # a trained flow`` line states; without that line the output
+    must be identical (:data:`EXACT`). An unknown option is an error, so a typo cannot silently fall
+    back to another tolerance.
     """
-    match = MARKER_LINE.search(source)
-    if match is None:
+    if MARKER_LINE.search(source) is None:
         return None
+    match = TOLERANCE_LINE.search(source)
+    if match is None:
+        return EXACT
     known = {f.name for f in fields(Tolerance)}
     options: dict[str, float] = {}
     for word in match.group("options").split():
         key, sep, value = word.partition("=")
         if not sep or key not in known:
-            raise ValueError(f"{MARKER}: unknown option {word!r}; expected key=value with key in {sorted(known)}")
+            raise ValueError(f"tolerance: unknown option {word!r}; expected key=value with key in {sorted(known)}")
         options[key] = float(value)
     return replace(DEFAULT, **options)
 
