@@ -1,0 +1,132 @@
+"""The one map from a model name to a folder (bertflow_mini.encoders.names): random-init controls of any
+model's own shape, the BERT miniatures' shapes, MultiBERTs, scratch-bert's checkpoints, and the errors."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from safetensors.numpy import load_file
+
+from bertflow_mini.encoders import names
+from bertflow_mini.encoders.names import (
+    MULTIBERTS_STEPS,
+    checkpoints_along_training,
+    control_of,
+    multiberts,
+    resolve_model,
+)
+from bertflow_mini.encoders.pretrain import DEFAULT, run_dir
+from conftest import TOKENIZER_DIR, save_tiny_bert
+
+
+def weights_digest(folder: str | Path) -> str:
+    """SHA-256 over every tensor of a checkpoint folder's safetensors, by name."""
+    h = hashlib.sha256()
+    for file in sorted(Path(folder).glob("*.safetensors")):
+        for key, value in sorted(load_file(file).items()):
+            h.update(key.encode())
+            h.update(value.tobytes())
+    return h.hexdigest()
+
+
+def config_of(folder: str | Path) -> dict:
+    return json.loads((Path(folder) / "config.json").read_text())
+
+
+@pytest.fixture
+def mirror(tmp_path, monkeypatch):
+    """A mirror holding a small bert-base-shaped model under a name of its own."""
+    save_tiny_bert(tmp_path / "mirror" / "small-bert", seed=7, layers=3, hidden=48, heads=3, intermediate=96)
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path / "mirror"))
+    return tmp_path / "mirror"
+
+
+def test_a_random_init_control_has_the_models_own_shape_fresh_weights_and_is_bit_identical_when_rebuilt(
+        mirror, tmp_path, monkeypatch):
+    control = resolve_model("small-bert@0")
+    ours, base = config_of(control), config_of(mirror / "small-bert")
+    for key in ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size"):
+        assert ours[key] == base[key], key
+    assert weights_digest(control) != weights_digest(mirror / "small-bert")  # not the pretrained weights
+    assert (Path(control) / "tokenizer.json").is_file() or (Path(control) / "vocab.txt").is_file()
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "another-cache"))  # built again from nothing
+    again = resolve_model("small-bert@0")
+    assert again != control and weights_digest(again) == weights_digest(control)
+    seed1 = resolve_model("small-bert@0-seed1")
+    assert weights_digest(seed1) != weights_digest(control)
+    assert not list(Path(again).parent.glob(".*partial"))  # built atomically: nothing half-written left
+
+
+def test_the_control_of_bert_base_is_built_offline_from_its_config_alone(tmp_path, monkeypatch):
+    """No weights are mirrored for bert-base-uncased: its config (beside the tokenizer) is enough."""
+    monkeypatch.setenv("BERTFLOW_MODELS", str(TOKENIZER_DIR.parent))
+    assert not (TOKENIZER_DIR.parent / "bert-base-uncased").exists()
+    monkeypatch.setattr(names, "random_init", lambda base, seed=0: (base, seed))  # the 440 MB build: not here
+    assert resolve_model("bert-base-uncased@0-seed2") == str(("bert-base-uncased", 2))
+    config, tokenizer = names._config_source("bert-base-uncased")
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (12, 768, 12)
+    assert Path(tokenizer) == TOKENIZER_DIR.resolve()
+
+
+@pytest.mark.parametrize("name, shape", [("bert-tiny", (2, 128, 2, 512)), ("bert-mini", (4, 256, 4, 1024)),
+                                         ("bert-small", (4, 512, 8, 2048)), ("bert-medium", (8, 512, 8, 2048))])
+def test_the_bert_miniatures_shapes_are_turc_et_als(name, shape, monkeypatch):
+    monkeypatch.setenv("BERTFLOW_MODELS", str(TOKENIZER_DIR.parent))
+    config, _ = names._config_source(name)
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads,
+            config.intermediate_size) == shape
+    layers, hidden = shape[:2]
+    assert resolve_model(name) == f"google/bert_uncased_L-{layers}_H-{hidden}_A-{hidden // 64}"  # the hub id
+
+
+def test_scratch_bert_at_0_is_its_pretraining_runs_step_0_not_a_new_draw(monkeypatch, tmp_path):
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))  # a mirror without scratch-bert
+    folder = run_dir(DEFAULT) / "pct-000"
+    folder.mkdir(parents=True)
+    built = []
+    monkeypatch.setattr(names, "random_init", lambda *a, **k: built.append(a))
+    assert resolve_model("scratch-bert@0") == str(folder)
+    assert built == []
+
+
+def test_multiberts_names_resolve_to_the_mirror_else_the_hub(tmp_path, monkeypatch):
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
+    assert resolve_model("multiberts-seed_0-step_200k") == "google/multiberts-seed_0-step_200k"
+    assert resolve_model("google/multiberts-seed_3-step_0k") == "google/multiberts-seed_3-step_0k"
+    (tmp_path / "multiberts-seed_0-step_20k").mkdir()
+    assert resolve_model("google/multiberts-seed_0-step_20k") == str((tmp_path / "multiberts-seed_0-step_20k").resolve())
+    assert multiberts(20) == "google/multiberts-seed_0-step_20k"
+    # Sellam et al. (2022): every 20k steps to 200k, then every 100k to 2M: 29 checkpoints per seed
+    assert len(MULTIBERTS_STEPS) == 29 and MULTIBERTS_STEPS[:3] == (0, 20, 40) and MULTIBERTS_STEPS[-2:] == (1900, 2000)
+    for bad in [dict(step_k=30), dict(step_k=20, seed=5)]:
+        with pytest.raises(ValueError, match="seeds 0-4"):
+            multiberts(**bad)
+
+
+def test_sweeps_and_controls_by_model():
+    assert [n for _, n in checkpoints_along_training("scratch-bert")] == [
+        "scratch-bert@0", "scratch-bert@25", "scratch-bert@50", "scratch-bert@100"]
+    sweep = [n for _, n in checkpoints_along_training("bert-base-uncased")]
+    assert sweep[0] == "google/multiberts-seed_0-step_0k" and sweep[-1] == "bert-base-uncased"
+    assert [n for _, n in checkpoints_along_training("all-MiniLM-L6-v2")] == ["all-MiniLM-L6-v2@0", "all-MiniLM-L6-v2"]
+    assert control_of("bert-base-uncased") == "bert-base-uncased@0"
+    with pytest.raises(ValueError, match="GloVe"):
+        control_of("glove-6B-50d")
+
+
+def test_bad_names_say_what_was_given(tmp_path, monkeypatch):
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="no such folder .*/nonexistent/path"):
+        resolve_model("/nonexistent/path")
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        resolve_model("./not-here")
+    with pytest.raises(ValueError, match="GloVe baseline"):
+        resolve_model("glove-6B-50d")
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # no retries against the network
+    with pytest.raises(OSError) as err:
+        resolve_model("some-org/unmirrored@0")
+    assert "BERTFLOW_MODELS" in str(err.value) and "https://huggingface.co/some-org/unmirrored" in str(err.value)
