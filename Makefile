@@ -1,8 +1,13 @@
-# The two commands the README promises, each working on a fresh machine:
-#   make book   set up, execute every chapter, build the HTML book
-#   make test   set up, run the unit tests, re-execute every chapter and compare its checked cells
-#               with the committed outputs (numbers within stated tolerances), build the book with
-#               warnings as errors and check it in headless Chromium
+# The commands the README promises, each working on a fresh machine:
+#   make book     set up (runtime + book extras), execute the chapters into _build/executed/ (only
+#                 those whose notebook, or the package, changed since their last run there) and build
+#                 the HTML book from those copies; book/*.ipynb are never written
+#   make test     set up (everything), run the unit tests in random order, run every chapter through
+#                 nbval (errors fail; checked cells compared with the committed outputs, trained
+#                 numbers within their stated tolerances), build the HTML book with warnings as errors
+#                 and check it in headless Chromium
+#   make html     build the HTML book from the committed outputs, executing nothing
+#   make refresh  (maintainers) re-execute every chapter in place: the committed outputs
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -19,20 +24,40 @@ export PYTHONHASHSEED   = 0
 export TOKENIZERS_PARALLELISM = false
 
 CHAPTERS := $(sort $(wildcard book/[0-9][0-9]-*.ipynb))
+PACKAGE  := $(wildcard bertflow_mini/*.py bertflow_mini/*/*.py)
+# Everything else the HTML book is built from, copied beside the executed chapters.
+BOOK_FILES := _config.yml _toc.yml $(wildcard _static/*) $(filter-out %.ipynb %.py,$(wildcard book/*))
+EXECUTED := $(BUILD)/executed
+# The chapters' check, as CI runs it (book/conftest.py: tolerances, PYTHONHASHSEED=0 in the kernel).
+# pytest-randomly must stay off: it would shuffle a chapter's cells. One chapter: NOTEBOOKS=book/04-….ipynb
+NOTEBOOKS ?= book/
+NBVAL = --nbval-lax -p no:randomly $(NOTEBOOKS)
 
-.PHONY: all install browser-deps cache book execute html test unit test-portability clean help
+.PHONY: all install browser-deps cache book html refresh test unit test-portability clean help
 all: help
 help:
-	@echo "make book   - set up, execute the chapters, build the HTML book"
-	@echo "make test   - set up and run every test (units, chapters re-executed and compared, HTML build, browser check)"
+	@echo "make book    - set up, execute the chapters into $(EXECUTED)/ (what changed), build the HTML book"
+	@echo "make test    - set up and run every test (units, chapters through nbval, HTML build, browser check)"
+	@echo "make html    - build the HTML book from the committed outputs (no execution)"
+	@echo "make refresh - (maintainers) re-execute the chapters in place, rewriting their committed outputs"
 	@echo "make test-portability - the chapters' checks under other BLAS kernels and thread counts"
 
-install: $(VENV)/.installed
-$(VENV)/.installed: requirements.txt pyproject.toml
+# Runtime pins (requirements.txt: what the committed outputs were made with) plus the package's
+# extras: `book` to build the book, and for `make test` also `test` and `bench`.
+define pip_install
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps -e .
+	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	  echo "$(PY) is Python $$($(PY) -c 'import platform; print(platform.python_version())'); the pinned numpy, scipy and pandas need >= 3.11:"; \
+	  echo "  rm -rf $(VENV) && make $(MAKECMDGOALS) PYTHON=python3.11"; exit 1; }
+	$(PY) -m pip install -q -r requirements.txt -e ".[$(1)]"
 	touch $@
+endef
+install: $(VENV)/.installed-book
+$(VENV)/.installed-book: requirements.txt pyproject.toml
+	$(call pip_install,book)
+ALL_EXTRAS := book,test,bench
+$(VENV)/.installed-test: requirements.txt pyproject.toml
+	$(call pip_install,$(ALL_EXTRAS))
 
 # Debian's Chromium and ChromeDriver for the browser check (root can install them; others are told how).
 browser-deps:
@@ -43,51 +68,77 @@ browser-deps:
 
 # Pretrain scratch-bert once (about 12 minutes on 2 cores; a no-op when the cache holds this recipe's
 # checkpoints), then encode every dataset once with it and with the fine-tuned contrast (one forward
-# pass serves every pooling), so no chapter pays for the encoding alone.
-cache: install
+# pass serves every pooling), so no chapter pays for the encoding alone. About 70 s when warm.
+cache: $(VENV)/.installed-book
 	$(PY) -m bertflow_mini pretrain
 	$(PY) -m bertflow_mini encode --model scratch-bert
 	$(PY) -m bertflow_mini encode --model all-MiniLM-L6-v2
 	$(PY) -m bertflow_mini simcse  # chapter 7: scratch-bert(@0)+simcse trained once; both and their bases encoded
 
-# Run every chapter top to bottom in a fresh kernel, saving the outputs into the notebook.
-execute: install cache
-	$(PY) -m bertflow_mini.execute $(CHAPTERS)
+# make book fills the cache before executing a chapter, once per change of the package.
+$(BUILD)/.cache-filled: $(PACKAGE) | $(VENV)/.installed-book
+	$(MAKE) --no-print-directory cache
+	@mkdir -p $(@D) && touch $@
 
-html: install
+# Each chapter top to bottom in a fresh kernel (started in book/), saved as a copy in the build
+# directory; redone when the notebook, the package or the pins change.
+$(EXECUTED)/book/%.ipynb: book/%.ipynb $(PACKAGE) requirements.txt $(BUILD)/.cache-filled
+	$(PY) -m bertflow_mini.chapters.execute $< --output $@
+$(EXECUTED)/%: %
+	@mkdir -p $(@D)
+	cp $< $@
+
+book: $(addprefix $(EXECUTED)/,$(CHAPTERS) $(BOOK_FILES)) | $(VENV)/.installed-book
+	$(VENV)/bin/jupyter-book build $(EXECUTED) --warningiserror --keep-going -q
+	@echo "The book is at file://$(abspath $(EXECUTED))/_build/html/index.html"
+
+html: $(VENV)/.installed-book
 	$(VENV)/bin/jupyter-book build . --path-output $(BUILD) --warningiserror --keep-going -q
+	@echo "The book (committed outputs) is at file://$(abspath $(BUILD))/_build/html/index.html"
 
-book: execute html
-	@echo "The book is at file://$(abspath $(BUILD))/_build/html/index.html"
+# Rewrites book/*.ipynb (one chapter: make refresh CHAPTERS=book/04-representation-degeneration.ipynb),
+# then prints, per chapter, every number that moved and every checked cell that no longer matches
+# the outputs it replaced (a report: review it, and `git diff book/`, before committing).
+refresh: $(VENV)/.installed-book cache
+	@mkdir -p $(BUILD)/before-refresh && cp $(CHAPTERS) $(BUILD)/before-refresh/
+	$(PY) -m bertflow_mini.chapters.execute $(CHAPTERS)
+	@for nb in $(CHAPTERS); do \
+	  $(PY) -m bertflow_mini.chapters.output_check $(BUILD)/before-refresh/$$(basename $$nb) $$nb || true; done
 
 # pytest exits 5 when it collected no test (a wrong path, a -k filter that matches nothing): say so
-# plainly and fail, since this suite always has tests.
-test: install browser-deps cache
-	$(PY) -m pytest tests -p no:cacheprovider $(PYTEST_ARGS) \
-	  || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests (exit 5)"; exit $$rc; }
+# plainly and fail, since this suite always has tests. $(PYTEST_ARGS) goes to each pytest run.
+define pytest
+	$(PY) -m pytest $(1) -p no:cacheprovider $(PYTEST_ARGS) \
+	  || { rc=$$?; [ $$rc -eq 5 ] && echo 'pytest collected no tests (exit 5): $(1)'; exit $$rc; }
+endef
 
-# The chapters' checks (tests/test_notebooks.py) under perturbations that change floating point the
-# way another CPU does, each against the same warm cache and each required to pass: 1 thread
-# instead of 2 (OpenBLAS splits its sums by thread; torch's thread count follows OMP_NUM_THREADS);
-# OpenBLAS's kernels for older CPUs (numpy and scipy use OpenBLAS; Zen and Haswell give this CPU's
-# own results, SkylakeX needs AVX-512); and all at once with MKL's compatible code path (torch's
+# Unit tests first (fast failures), then the chapters through nbval, then the HTML book built with
+# warnings as errors and opened in headless Chromium (tests marked `html`).
+test: $(VENV)/.installed-test browser-deps cache
+	$(call pytest,tests -m "not html")
+	$(call pytest,$(NBVAL))
+	$(call pytest,tests -m html)
+
+# The chapters' nbval check under perturbations that change floating point the way another CPU
+# does, each against the same warm cache and each required to pass: 1 thread instead of 2
+# (OpenBLAS splits its sums by thread; torch's thread count follows OMP_NUM_THREADS); OpenBLAS's
+# kernels for older CPUs (numpy and scipy use OpenBLAS; Zen and Haswell give this CPU's own
+# results, SkylakeX needs AVX-512); and all at once with MKL's compatible code path (torch's
 # matrix products use MKL) and torch's own kernels without AVX2 (layer norm, softmax). Each run
-# takes as long as the chapters; fresh runs are kept in $(BUILD)/portability/ for
-# `python -m bertflow_mini.output_check book/X.ipynb $(BUILD)/portability/RUN/X.ipynb`.
-# One perturbation: make test-portability PERTURBATIONS=MKL_CBWR=COMPATIBLE
+# takes as long as the chapters and ends with how far the numbers moved, as a share of their tolerance.
+# One perturbation, one chapter: make test-portability PERTURBATIONS=MKL_CBWR=COMPATIBLE NOTEBOOKS=book/04-….ipynb
 THREADS = OMP_NUM_THREADS=$(1),MKL_NUM_THREADS=$(1),OPENBLAS_NUM_THREADS=$(1)
 PERTURBATIONS ?= $(call THREADS,1) OPENBLAS_CORETYPE=Sandybridge \
 	$(call THREADS,1),OPENBLAS_CORETYPE=Prescott,MKL_CBWR=COMPATIBLE,ATEN_CPU_CAPABILITY=default
-test-portability: install cache
+test-portability: $(VENV)/.installed-test cache
 	@failed=""; for p in $(PERTURBATIONS); do \
 	  echo "== $$p" | tr , ' '; \
-	  env $$(echo $$p | tr , ' ') BERTFLOW_FRESH_NOTEBOOKS=$(BUILD)/portability/$$(echo $$p | tr =, -+) \
-	    $(PY) -m pytest tests/test_notebooks.py -m notebook -q -s -p no:cacheprovider $(PYTEST_ARGS) \
+	  env $$(echo $$p | tr , ' ') $(PY) -m pytest $(NBVAL) -q -p no:cacheprovider $(PYTEST_ARGS) \
 	    || failed="$$failed $$p"; \
 	done; [ -z "$$failed" ] || { echo "failed under:$$failed" | tr , ' '; exit 1; }
 
-unit: install
-	$(PY) -m pytest tests -m "not browser and not notebook" $(PYTEST_ARGS)
+unit: $(VENV)/.installed-test
+	$(PY) -m pytest tests -m "not html and not notebook" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(BUILD) .pytest_cache

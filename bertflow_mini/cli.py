@@ -30,10 +30,50 @@ def _pooling(text: str):
 
 
 def _tasks(text: str) -> list[str]:
-    return [canonical_task(t) for t in text.replace(",", " ").split()]
+    """``"STS-B, sick sts12"`` → ``["STSB", "SICK-R", "STS12"]``; an unknown task names the known ones."""
+    try:
+        tasks = [canonical_task(t) for t in text.replace(",", " ").split()]
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if not tasks:
+        raise argparse.ArgumentTypeError(f"no task given; expected some of {TASKS}")
+    return tasks
+
+
+def _methods(text: str) -> list[str]:
+    """``"none, whitening-128,simcse+flow"`` → the list; an unknown method names the accepted forms."""
+    from bertflow_mini.encoders.simcse import split_method
+    from bertflow_mini.evaluation.reproduce import POSTPROCESSORS, parse_method
+
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    accepted = f"{', '.join(POSTPROCESSORS)}, <method>-<k> (e.g. whitening-256), simcse, simcse+<method>"
+    if not methods:
+        raise argparse.ArgumentTypeError(f"no method given; accepted: {accepted}")
+    for method in methods:
+        try:
+            parse_method(split_method(method)[1])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"unknown method {method!r}; accepted: {accepted}") from None
+    return methods
+
+
+def _load(name: str):
+    """The encoder called ``name``. An error about the name itself (it names it: no such folder, not
+    on the hub, no such checkpoint) also says what ``--model`` takes; others (missing data while
+    training on demand) pass unchanged."""
+    from bertflow_mini.encoders.names import load_encoder
+
+    try:
+        return load_encoder(name)
+    except (OSError, ValueError) as err:
+        if repr(name) not in str(err):
+            raise
+        raise ValueError(f"{err}\n--model takes {MODEL_FORMS}") from None
 
 
 DEFAULT_MODEL = default_model()
+MODEL_FORMS = ("a short name (scratch-bert, scratch-bert@0/@25/@50, <name>@0 for random weights, <name>+simcse, "
+               "all-MiniLM-L6-v2, glove-6B-50d, bert-base-uncased), a Hugging Face hub id, or a folder that exists")
 
 
 def _default_pooling(encoder) -> str:
@@ -42,15 +82,15 @@ def _default_pooling(encoder) -> str:
 
 
 def _model(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"short name, hub id or folder (default: {DEFAULT_MODEL}, the book's own BERT)")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=f"{MODEL_FORMS} (default: {DEFAULT_MODEL})")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     _model(p)
     p.add_argument("--pooling", type=_pooling, default=None,
-                   help="cls | last-avg | first-last-avg | last2avg | comma-separated hidden_states indices")
-    p.add_argument("--tasks", type=_tasks, default=list(TASKS), help="e.g. 'STSB SICK-R STS12'")
+                   help="cls | last-avg | first-last-avg | last2avg | max | min | <cls|mean|max|min>-last<k>-<avg|concat> "
+                        "| comma-separated hidden_states indices (GloVe: avg); checked once the model is loaded")
+    p.add_argument("--tasks", type=_tasks, default=list(TASKS), help=f"some of {' '.join(TASKS)} (default: all)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -61,11 +101,10 @@ def _print_table(df: pd.DataFrame) -> None:
 
 def cmd_sts(args: argparse.Namespace) -> int:
     from bertflow_mini.encoders.encoder import encode
-    from bertflow_mini.encoders.names import load_encoder
     from bertflow_mini.evaluation.sts import evaluate, results_table, subset_table
 
     model = args.model
-    encoder = load_encoder(model)
+    encoder = _load(model)
     pooling = args.pooling or _default_pooling(encoder)
     embed = lambda s: encode(encoder, s, pooling, max_length=args.max_length, batch_size=args.batch_size)  # noqa: E731
     results = evaluate(embed, args.tasks)
@@ -81,7 +120,6 @@ def cmd_sts(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from bertflow_mini.encoders.names import load_encoder
     from bertflow_mini.encoders.pretrain import parse_name
     from bertflow_mini.evaluation.reproduce import (
         default_methods,
@@ -91,13 +129,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     )
 
     model = args.model
-    encoder = load_encoder(model)
+    encoder = _load(model)
     pooling = args.pooling or _default_pooling(encoder)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else default_methods(encoder.dim)
+    methods = args.methods or default_methods(encoder.dim)
     table = reproduce(encoder, pooling, methods, args.fit, args.tasks, args.seeds, args.aggregation)
     controls = {"word overlap": word_overlap_row(args.tasks, args.aggregation)}
     if parse_name(encoder.name) not in (None, 0):  # scratch-bert: the same network before any training
-        control = reproduce(load_encoder("scratch-bert@0"), pooling, methods, args.fit, args.tasks, args.seeds,
+        control = reproduce(_load("scratch-bert@0"), pooling, methods, args.fit, args.tasks, args.seeds,
                             args.aggregation)
         controls["random init"] = control.formatted().rename(index=lambda m: f"scratch-bert@0 (random init): {m}")
     # scratch-bert has no published figures of its own: the paper's bert-base rows give the scale
@@ -125,10 +163,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def cmd_encode(args: argparse.Namespace) -> int:
     """Fill the embedding cache for every dataset (so the chapters run on a warm cache)."""
-    from bertflow_mini.encoders.names import load_encoder
     from bertflow_mini.evaluation.reproduce import embed_task
 
-    encoder = load_encoder(args.model)
+    encoder = _load(args.model)
     for task in args.tasks:
         emb = embed_task(encoder, task, _default_pooling(encoder))
         print(f"{encoder.name} {task}: {len(emb.sentences)} sentences encoded (cached)")
@@ -146,8 +183,6 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     )
 
     if args.minutes is not None:
-        if args.steps is not None:
-            raise SystemExit("pretrain: give --steps or --minutes, not both")
         args.steps = steps_for_minutes(args.minutes)
     fields = ("layers", "hidden", "heads", "intermediate", "steps", "batch_size", "lr", "corpus", "seed")
     recipe = with_overrides(**{f: getattr(args, f) for f in fields})
@@ -169,7 +204,7 @@ def cmd_simcse(args: argparse.Namespace) -> int:
     and with the base model (what chapter 7 reads)."""
     import torch
 
-    from bertflow_mini.encoders.names import load_encoder, training_log_of
+    from bertflow_mini.encoders.names import training_log_of
     from bertflow_mini.encoders.simcse import SUFFIX
     from bertflow_mini.evaluation.reproduce import embed_task
 
@@ -177,11 +212,11 @@ def cmd_simcse(args: argparse.Namespace) -> int:
         name = model if model.endswith(SUFFIX) else model + SUFFIX
         if args.threads:
             torch.set_num_threads(args.threads)  # simcse.train_and_save keeps this setting
-        encoder = load_encoder(name)  # trains on first use (bertflow_mini.encoders.names.resolve_model)
+        encoder = _load(name)  # trains on first use (bertflow_mini.encoders.names.resolve_model)
         losses, info = training_log_of(name)
         print(f"{name}: {len(losses)} steps, loss {losses[:10].mean():.3f} -> {losses[-10:].mean():.3f}, "
               f"trained in {info['seconds'] / 60:.1f} min  [{encoder.source}]")
-        base = load_encoder(name[: -len(SUFFIX)])  # chapter 7 compares the two
+        base = _load(name[: -len(SUFFIX)])  # chapter 7 compares the two
         for task in args.tasks:
             for enc in (base, encoder):
                 embed_task(enc, task, _default_pooling(enc), progress=False)
@@ -193,13 +228,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bertflow_mini", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("pretrain", help="pretrain scratch-bert, the book's own BERT (MLM, offline)")
-    for flag, kind in (("layers", int), ("hidden", int), ("heads", int), ("intermediate", int), ("steps", int),
+    for flag, kind in (("layers", int), ("hidden", int), ("heads", int), ("intermediate", int),
                        ("batch-size", int), ("lr", float), ("seed", int)):
         p.add_argument(f"--{flag}", type=kind, default=None, help="change the recipe (default: the book's)")
     p.add_argument("--corpus", choices=["wordnet+sts", "wordnet", "sts"], default=None,
                    help="wordnet+sts (default), or wordnet alone: no evaluation sentences, even unlabelled")
-    p.add_argument("--minutes", type=float, default=None,
-                   help="train about this long on a 2-core CPU (converted to --steps before training)")
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=int, default=None, help="change the recipe (default: the book's)")
+    length.add_argument("--minutes", type=float, default=None,
+                        help="train about this long on a 2-core CPU (converted to --steps before training)")
     p.set_defaults(func=cmd_pretrain)
     p = sub.add_parser("sts", help="cosine-similarity STS evaluation of one model and pooling")
     _common(p)
@@ -208,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sts)
     p = sub.add_parser("reproduce", help="the paper's table: post-processors fitted without labels, then STS")
     _common(p)
-    p.add_argument("--methods", default=None,
+    p.add_argument("--methods", type=_methods, default=None,
                    help="comma-separated: none, flow, whitening, whitening-<k>, abtt, simcse, "
                         "simcse+<method> (default: the first five, "
                         "k = 256 for bert-base, 384 for bert-large, a third of the width otherwise)")

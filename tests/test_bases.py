@@ -96,3 +96,16 @@ def test_pairs_are_all_combinations():
     table = cosine_table(np.eye(2), pts)
     assert list(table.index) == [f"{p}, {q}" for p, q in itertools.combinations("abcd", 2)]
     assert np.allclose(table["coordinate cosine"], table["true cosine"])  # orthonormal basis
+
+
+def test_cosines_along_path_start_orthonormal_and_end_at_the_table():
+    from bertflow_mini.geometry.bases import cosines_along_path
+
+    B, x = skewed_example()
+    path = cosines_along_path(B, x, [0.0, 0.5, 1.0])
+    np.testing.assert_allclose(path.loc[0.0].to_numpy(), 0.0, atol=1e-12)  # every pair coordinate-orthogonal
+    table = cosine_table(B, x)
+    np.testing.assert_allclose(path.loc[1.0].to_numpy(), table["true cosine"].to_numpy(), atol=1e-12)
+    M = 0.5 * np.eye(3) + 0.5 * B  # s = 0.5 by hand: cosine of the built vectors
+    a, b = M @ x["x1"], M @ x["x3"]
+    assert path.loc[0.5, "x1, x3"] == pytest.approx(a @ b / np.linalg.norm(a) / np.linalg.norm(b))

@@ -34,6 +34,12 @@ def test_bench_encode_smoke(tiny_bert_dir, capsys):
     assert "peak resident memory" in out and "target (cold >= 1.5x naive)" in out
 
 
+def test_bench_colab_smoke(tiny_bert_dir, capsys):
+    r = load("bench_colab").main(["--smoke", "--bert", str(tiny_bert_dir), "--minilm", str(tiny_bert_dir)])
+    assert "tokens/s" in capsys.readouterr().out and r["throughput"]["bert"]["sentences"] == 16
+    assert r["chapters"] == {}
+
+
 def test_bench_flow_smoke(capsys):
     pytest.importorskip("normflows")
     load("bench_flow").main(["--smoke"])

@@ -1,5 +1,6 @@
 """The book as readers get it: the table of contents, each notebook's hygiene, the HTML build with
-warnings as errors, and the built pages opened in a real headless Chromium with no network."""
+warnings as errors, and the built pages opened in a real headless Chromium with no network (the
+last two marked ``html``: ``make test`` runs them after the chapters' nbval check)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bertflow_mini.chapters.output_check import parse_marker
+from bertflow_mini.chapters.output_check import TOLERANCE_LINE, parse_marker
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((REPO / "_config.yml").read_text())
@@ -64,9 +65,11 @@ def test_chapter_hygiene(nb_path):
     first = source(code[0])
     assert "google.colab" in first and CONFIG["repository"]["url"] in first, f"{nb_path.name}: Colab set-up cell"
     assert re.search(r"^MODEL\s*=", text, re.M), f"{nb_path.name}: no MODEL setting"
-    # checked cells: compared with a fresh run by tests/test_notebooks.py; nbval's markers are read by nothing
+    # checked cells: nbval compares them with a fresh run (book/conftest.py); a tolerance line alone checks nothing
     assert any(parse_marker(source(c)) is not None for c in code), f"{nb_path.name}: no cell marked # NBVAL_CHECK_OUTPUT"
     assert "# CHECK_OUTPUT" not in text, f"{nb_path.name}: the old marker, which nothing reads; use # NBVAL_CHECK_OUTPUT"
+    unchecked = [i for i, c in enumerate(code) if TOLERANCE_LINE.search(source(c)) and parse_marker(source(c)) is None]
+    assert not unchecked, f"{nb_path.name}: code cells {unchecked} state a tolerance but lack # NBVAL_CHECK_OUTPUT"
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     # code fits the page (88 columns, `ruff format book/`); the browser check sees no sideways scrolling
     wide = [line for c in code for line in source(c).splitlines() if len(line) > 88]
@@ -92,6 +95,7 @@ def built_book(tmp_path_factory) -> Path:
     return html
 
 
+@pytest.mark.html
 def test_html_serves_its_own_mathjax_and_links_no_cdn_script(built_book):
     assert (built_book / "_static" / "mathjax" / "tex-chtml.js").exists()
     for page in built_book.rglob("*.html"):
@@ -140,6 +144,7 @@ def requested_urls(driver) -> list[str]:
 PAGES = [f for f in toc_files() if (REPO / f).with_suffix(".ipynb").exists()] or ["book/glossary"]
 
 
+@pytest.mark.html
 @pytest.mark.browser
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_offline_in_chromium(browser, built_book, page):

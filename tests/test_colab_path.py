@@ -85,11 +85,19 @@ def first_cell(chapter: Path) -> str:
 
 
 def colab_edit(source: str, model: str = COLAB_MODEL) -> str:
-    """The one edit a chapter asks a Colab reader to make: its first ``MODEL = …`` line names ``model``."""
-    match = re.search(r"^MODEL\s*=(.*)$", source, re.M)
+    """The one edit a chapter asks a Colab reader to make: its first ``MODEL = …`` statement (one
+    line, or several when a formatter wrapped it in parentheses) names ``model``."""
+    match = re.search(r"^MODEL\s*=", source, re.M)
     assert match, "no `MODEL = …` line in the first code cell"
-    line = f"MODEL = setup({model!r})" if "setup(" in match.group(1) else f"MODEL = {model!r}"
-    return source[: match.start()] + line + source[match.end() :]
+    end, depth = match.end(), 0
+    while end < len(source) and not (source[end] == "\n" and depth == 0):
+        if source[end] == "#":  # a comment runs to the end of its line
+            end = source.find("\n", end) if "\n" in source[end:] else len(source)
+            continue
+        depth += (source[end] in "([{") - (source[end] in ")]}")
+        end += 1
+    line = f"MODEL = setup({model!r})" if "setup(" in source[match.end() : end] else f"MODEL = {model!r}"
+    return source[: match.start()] + line + source[end:]
 
 
 class RecordingShell:
@@ -144,6 +152,8 @@ def test_first_cell_with_bert_base_sets_up_and_installs_only_in_colab(chapter, b
 def test_colab_edit_handles_each_form_of_the_model_line():
     assert colab_edit('MODEL = "scratch-bert"  # in Colab, ...\nsetup(MODEL)') == "MODEL = 'bert-base-uncased'\nsetup(MODEL)"
     assert colab_edit("x = 1\nMODEL = setup()\n") == "x = 1\nMODEL = setup('bert-base-uncased')\n"
+    wrapped = 'MODEL = (\n    setup()\n)  # here; setup("name") (for another\nx = 1\n'  # as ruff wraps it
+    assert colab_edit(wrapped) == "MODEL = setup('bert-base-uncased')\nx = 1\n"
     with pytest.raises(AssertionError, match="no `MODEL"):
         colab_edit("setup()")
 
@@ -306,3 +316,68 @@ def test_the_import_scan_sees_optional_and_required_imports(tmp_path):
     )
     assert third_party_imports(tmp_path / "m.py") == {"numpy": False, "scipy": False, "ipywidgets": True,
                                                       "torch": False}
+
+
+# ----------------------------------------------------------------------------- a Colab run, simulated
+#: Pairs kept per split in the simulated run ($BERTFLOW_MAX_PAIRS): enough sentences (up to 2 x 100
+#: per split) for a full-rank 96-wide covariance, few enough that every chapter runs in minutes.
+COLAB_MAX_PAIRS = 100
+
+
+@pytest.fixture(scope="module")
+def colab_models(tmp_path_factory) -> Path:
+    """tests/colab_mirror.py's mirror: random-weight checkpoints under bert-base-uncased and the
+    MultiBERTs names, 3 layers x 96 wide (depth and width both unlike scratch-bert's 4 x 256)."""
+    from colab_mirror import SMALL, build
+    from conftest import SHARED, need
+
+    need(SHARED / "models" / "bert-base-uncased-tokenizer")
+    assert SMALL["num_hidden_layers"] != 4 and SMALL["hidden_size"] != 256
+    return build(tmp_path_factory.mktemp("colab-mirror"), SHARED / "models")
+
+
+@pytest.mark.colab
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name[:2])
+def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(chapter, colab_models, tmp_path,
+                                                                           monkeypatch):
+    """What a Colab reader runs, offline: the chapter unedited (its ``setup()`` picks
+    ``$BERTFLOW_MODEL``), bert-base-uncased and the MultiBERTs served from the mirror above, the
+    first ``COLAB_MAX_PAIRS`` pairs of each split, a private cache. Passes when no cell raises."""
+    import nbformat
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    from bertflow_mini.chapters.execute import run_notebook
+
+    monkeypatch.setenv("BERTFLOW_MODELS", str(colab_models))
+    monkeypatch.setenv("BERTFLOW_MODEL", COLAB_MODEL)
+    monkeypatch.setenv("BERTFLOW_MAX_PAIRS", str(COLAB_MAX_PAIRS))
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "cache"))  # nothing of the book's cache
+    nb = nbformat.read(chapter, as_version=4)
+    try:
+        run_notebook(nb, tmp_path)  # a copy: the committed notebook is never written
+    except (CellExecutionError, CellTimeoutError) as err:
+        lines = str(err).strip().splitlines()
+        what = f"{err.ename}: {err.evalue}" if isinstance(err, CellExecutionError) else lines[0]
+        pytest.fail(f"{chapter.name}: {what}\n" + "\n".join(lines[-12:]), pytrace=False)
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert f"model : {COLAB_MODEL}  ($BERTFLOW_MODEL names it) [local mirror ($BERTFLOW_MODELS)]" in printed
+
+
+@pytest.mark.slow  # builds a wheel: a few seconds
+def test_the_installed_package_has_every_subpackage(tmp_path):
+    """What `%pip install` puts into Colab: a wheel built from pyproject.toml must hold every
+    package folder under bertflow_mini/ (data/, encoders/, …), or the chapters' imports fail there."""
+    import shutil
+    import subprocess
+    import zipfile
+
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "bertflow_mini", src / "bertflow_mini", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path / "wheel")], check=True, capture_output=True, cwd=src)
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    shipped = {str(Path(n).parent) for n in zipfile.ZipFile(wheel).namelist() if n.endswith("/__init__.py")}
+    expected = {str(p.parent.relative_to(REPO)) for p in (REPO / "bertflow_mini").rglob("__init__.py")}
+    assert expected - shipped == set(), f"the wheel lacks {sorted(expected - shipped)}"

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
+import itertools
+import json
 import os
 import tarfile
 import zipfile
@@ -28,9 +31,12 @@ MIRROR = Path(os.environ.get("BERTFLOW_DATA") or Path(__file__).resolve().parent
 
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch):
-    """No test may reach the internet: every official URL points at a closed local port."""
+    """No test may reach the internet: every official URL points at a closed local port, the hub
+    counts as unreachable, and no test may set the subset cap by accident."""
     for key in data.URLS:
         monkeypatch.setitem(data.URLS, key, f"http://127.0.0.1:9/blocked/{key}")
+    monkeypatch.setattr(data, "hub_reachable", lambda *a, **k: False)
+    monkeypatch.delenv(data.MAX_PAIRS_ENV, raising=False)
 
 
 @pytest.fixture
@@ -446,3 +452,222 @@ def test_glove_download_extracts_only_the_dim_member(tmp_path, offline, monkeypa
     assert len(load_glove()) == 3  # found in the cache now
     with pytest.raises(DataNotFoundError, match="BERTFLOW_DATA.*glove.6B.100d.txt.*http://127.0.0.1:9/gone.zip"):
         load_glove(dim=100)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The hub's MTEB copies: a fixture in their format (jsonl.gz, one {"sentence1", "sentence2", "score"}
+# per line), built from the mirror's official files
+# ----------------------------------------------------------------------------------------------------
+
+def official(task: str, split: str = "test"):
+    """The official-file loader's pairs, straight from the mirror (never the hub)."""
+    return load_sts(task, split, root=MIRROR)
+
+
+def write_jsonl_gz(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for a, b, score in rows:
+            f.write(json.dumps({"sentence1": a, "sentence2": b, "score": score}) + "\n")
+    return path
+
+
+def hub_rows(task: str, split: str = "test", order=None):
+    """The rows an MTEB copy holds: STS12–16 one file with the subsets one after another (in
+    ``order``, default SentEval's), SICK-R one file of all its splits, STS-B one file per split."""
+    if task == "SICK-R":
+        parts = [official(task, s) for s in (order or ("train", "trial", "test"))]
+        return [row for p in parts for row in zip(p.sent1, p.sent2, p.scores.tolist())]
+    pairs = official(task, split)
+    rows = list(zip(pairs.sent1, pairs.sent2, pairs.scores.tolist(), pairs.subsets))
+    if order is not None:
+        rows = [r for name in order for r in rows if r[3] == name]
+    return [r[:3] for r in rows]
+
+
+@pytest.fixture
+def serve_hub(tmp_path, monkeypatch):
+    """Serve files as the hub would: ``serve_hub(task, file, rows)`` makes ``_hub_download`` return
+    them for that task's repository; anything else is 'unreachable'."""
+    served: dict[tuple[str, str], Path] = {}
+
+    def fake_download(repo, revision, file):
+        assert (repo, revision) in data.HUB_COPIES.values()
+        if (repo, file) not in served:
+            raise OSError(f"the hub is unreachable ({repo}/{file})")
+        return served[(repo, file)]
+
+    def serve(task, file, rows):
+        repo = data.HUB_COPIES[task][0]
+        served[(repo, file)] = write_jsonl_gz(tmp_path / "hub" / repo / file, rows)
+        return served[(repo, file)]
+
+    monkeypatch.setattr(data, "_hub_download", fake_download)
+    return serve
+
+
+HUB_FILE = {"train": "train.jsonl.gz", "dev": "validation.jsonl.gz", "test": "test.jsonl.gz"}
+
+
+@pytest.mark.parametrize("task,split,n", COUNTS)
+def test_hub_copy_gives_the_official_pairs_scores_and_subsets(mirror, serve_hub, task, split, n):
+    file = "test.jsonl.gz" if task == "SICK-R" else HUB_FILE[split]
+    serve_hub(task, file, hub_rows(task, split))
+    got, want = data.load_hub_copy(task, split), official(task, split)
+    assert len(got) == len(want) == n  # the real pairs, counted
+    assert (got.sent1, got.sent2, got.subsets) == (want.sent1, want.sent2, want.subsets)
+    np.testing.assert_array_equal(got.scores, want.scores)
+
+
+@pytest.mark.parametrize("task,order", [("STS12", STS_SUBSETS["STS12"][::-1]),
+                                        ("STS14", sorted(STS_SUBSETS["STS14"])),
+                                        ("SICK-R", ("test", "train", "trial"))])
+def test_hub_copy_with_blocks_in_another_order_labels_each_pair_by_its_block(mirror, serve_hub, task, order):
+    serve_hub(task, "test.jsonl.gz", hub_rows(task, order=order))
+    got, want = data.load_hub_copy(task), official(task)
+    key = lambda p: sorted(zip(p.subsets, p.sent1, p.sent2, p.scores.tolist()))
+    assert key(got) == key(want) and len(got) == len(want)
+
+
+def test_hub_copy_that_is_not_sentevals_blocks_is_refused_and_the_official_archive_tried(mirror, serve_hub,
+                                                                                      offline):
+    rows = hub_rows("STS13")
+    interleaved = rows[::2] + rows[1::2]  # every pair present, but the subsets no longer contiguous
+    path = serve_hub("STS13", "test.jsonl.gz", interleaved)
+    with pytest.raises(ValueError, match=f"{path}.*does not hold SentEval's STS13"):
+        data.load_hub_copy("STS13")
+    with pytest.raises(DataNotFoundError) as err:  # offline: the official archive cannot be had either
+        load_sts("STS13")
+    message = str(err.value)
+    for part in ("BERTFLOW_DATA", str(offline / "sts" / "STS13"), "http://127.0.0.1:9/blocked/STS13",
+                 "https://huggingface.co/datasets/mteb/sts13-sts", "does not hold SentEval's STS13"):
+        assert part in message, part
+
+
+def test_load_sts_uses_the_hub_copy_only_without_official_files(mirror, serve_hub, monkeypatch, tmp_path):
+    rows = hub_rows("STSB", "dev")
+    serve_hub("STSB", "validation.jsonl.gz", [(a.upper(), b, s) for a, b, s in rows])  # tell them apart
+    assert load_sts("STSB", "dev").sent1 == official("STSB", "dev").sent1  # the mirror wins
+    monkeypatch.setenv("BERTFLOW_DATA", str(tmp_path / "empty"))
+    assert load_sts("STSB", "dev").sent1 == [a.upper() for a, _, _ in rows]
+
+
+@pytest.mark.parametrize("line,message", [("not json", "JSONDecodeError"),
+                                          ('{"sentence1": "a", "score": 1.0}', "KeyError"),
+                                          ('{"sentence1": "a", "sentence2": 3, "score": 1.0}', "must be strings"),
+                                          ('{"sentence1": "a", "sentence2": "b", "score": 7.5}', "outside")])
+def test_malformed_hub_line_names_file_and_line(tmp_path, line, message):
+    path = tmp_path / "test.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write('{"sentence1": "a", "sentence2": "b", "score": 2.5}\n' + line + "\n")
+    with pytest.raises(ValueError, match=f"{path}:2: .*{message}"):
+        data.read_hub_jsonl(path, "STSB")
+
+
+def test_blocks_are_the_official_subsets_sizes_and_score_sums(mirror):
+    for task, blocks in data.BLOCKS.items():
+        parts = [official(task, s) for s in splits(task)]
+        labels = [label for p in parts for label in p.subsets]
+        scores = np.concatenate([p.scores for p in parts])
+        assert [name for name, _, _ in blocks] == list(dict.fromkeys(labels)), task
+        for name, n, total in blocks:
+            mine = scores[np.array(labels) == name]
+            assert (len(mine), round(float(mine.sum()), 4)) == (n, total), (task, name)
+
+
+# ----------------------------------------------------------------------------------------------------
+# $BERTFLOW_MAX_PAIRS: the first N pairs of every split
+# ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("task,split", [("STS12", "test"), ("SICK-R", "train"), ("STSB", "dev")])
+def test_max_pairs_keeps_the_first_n_pairs(mirror, monkeypatch, task, split):
+    full = load_sts(task, split)
+    monkeypatch.setenv(data.MAX_PAIRS_ENV, "37")
+    capped = load_sts(task, split)
+    assert len(capped) == 37 and data.max_pairs() == 37
+    assert (capped.sent1, capped.sent2, capped.subsets) == (full.sent1[:37], full.sent2[:37], full.subsets[:37])
+    np.testing.assert_array_equal(capped.scores, full.scores[:37])
+    monkeypatch.setenv(data.MAX_PAIRS_ENV, str(len(full) + 1))  # more than there are: all of them
+    assert len(load_sts(task, split)) == len(full)
+
+
+def test_max_pairs_can_be_bypassed_for_corpora(mirror, monkeypatch):
+    full = data.task_sentences("STSB")
+    monkeypatch.setenv(data.MAX_PAIRS_ENV, "5")
+    assert len(data.task_sentences("STSB")) <= 3 * 2 * 5 < len(full)  # 5 pairs of each of 3 splits
+    assert data.task_sentences("STSB", capped=False) == full
+    assert len(load_sts("STSB", "train", capped=False)) == 5749
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "ten", "2.5"])
+def test_max_pairs_must_be_a_positive_integer(monkeypatch, value):
+    monkeypatch.setenv(data.MAX_PAIRS_ENV, value)
+    with pytest.raises(ValueError, match=f"BERTFLOW_MAX_PAIRS must be a positive integer.*{value!r}"):
+        data.max_pairs()
+
+
+def test_max_pairs_unset_or_empty_keeps_everything(monkeypatch):
+    assert data.max_pairs() is None
+    monkeypatch.setenv(data.MAX_PAIRS_ENV, "")
+    assert data.max_pairs() is None
+
+
+# ----------------------------------------------------------------------------------------------------
+# GloVe-50d from the hub: checked against the official file's first rows, then cached once
+# ----------------------------------------------------------------------------------------------------
+
+def test_glove_head_checksum_is_the_official_files_first_rows():
+    """The mirror's subset file begins with the official file's first 100,000 lines (shared/README)."""
+    from conftest import need
+
+    path = MIRROR / "glove" / "glove.6B.50d.subset.txt.gz"
+    need(path)
+    digest = hashlib.sha256()
+    with gzip.open(path, "rb") as f:
+        for line in itertools.islice(f, data.GLOVE_50D_HEAD[0]):
+            digest.update(line)
+    assert digest.hexdigest() == data.GLOVE_50D_HEAD[1]
+
+
+@pytest.fixture
+def glove_hub(tmp_path, monkeypatch, offline):
+    """A fake hub serving ``glove_hub(text)`` as the 50-d file, with the checks scaled to it: the
+    expected row count and the checksum of its first 3 lines are those of GLOVE_TEXT."""
+    head = hashlib.sha256("".join(GLOVE_TEXT.splitlines(keepends=True)[:3]).encode()).hexdigest()
+    monkeypatch.setattr(data, "GLOVE_50D_ROWS", GLOVE_TEXT.count("\n"))
+    monkeypatch.setattr(data, "GLOVE_50D_HEAD", (3, head))
+    monkeypatch.setattr(data, "hub_reachable", lambda *a, **k: True)
+    downloads = []
+
+    def serve(text):
+        def fake(repo, file, revision, local_dir):
+            assert (repo, revision, file) == data.GLOVE_HUB
+            downloads.append(file)
+            (Path(local_dir) / file).write_text(text, encoding="utf-8")
+            return str(Path(local_dir) / file)
+
+        import huggingface_hub
+
+        monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
+        return downloads
+
+    return serve
+
+
+def test_glove_hub_copy_of_50d_is_cached_once(glove_hub, offline, monkeypatch):
+    downloads = glove_hub(GLOVE_TEXT)
+    path = data._find_glove(50)
+    assert path == offline / "glove" / "glove.6B.50d.txt" and path.read_text() == GLOVE_TEXT
+    assert data._find_glove(50) == path and downloads == ["glove.6B.50d.txt"]  # the second call: the cache
+    assert [p.name for p in path.parent.iterdir()] == ["glove.6B.50d.txt"]  # no staging left behind
+
+
+def test_glove_hub_copy_that_differs_is_refused_and_names_it(glove_hub, offline):
+    glove_hub(GLOVE_TEXT.replace("cat 0 2", "cat 0 9"))  # one number of the first rows changed
+    with pytest.raises(DataNotFoundError) as err:
+        data._find_glove(50)
+    message = str(err.value)
+    for part in ("https://huggingface.co/JeremiahZ/glove", "is not the official glove.6B.50d.txt",
+                 "http://127.0.0.1:9/blocked/GloVe", "BERTFLOW_DATA"):
+        assert part in message, part
+    assert not (offline / "glove" / "glove.6B.50d.txt").exists()

@@ -83,3 +83,19 @@ def test_cosine_auc_is_perfect_when_entailing_pairs_are_copies():
 
     assert 0 <= ent.cosine_auc(pairs, embed, Spy()) <= 100
     assert fitted_on == [len(pairs.sentences())] == [60]  # the paper's target fit: every sentence once
+
+
+def test_sick_entailment_keeps_the_same_first_pairs_as_sick_r_under_the_pair_cap(monkeypatch):
+    """$BERTFLOW_MAX_PAIRS caps SICK's entailment pairs exactly as it caps the SICK-R split that
+    the chapter encodes (the oracle: load_sts, a separate parser of the same file)."""
+    from conftest import DATA_DIR, need
+
+    from bertflow_mini.data import load_sts
+
+    need(DATA_DIR / "sick")
+    monkeypatch.setenv("BERTFLOW_MAX_PAIRS", "7")
+    pairs, sts = ent.load_sick_entailment("test"), load_sts("SICK-R", "test")
+    assert len(pairs) == len(sts) == 7
+    assert (pairs.first, pairs.second) == (list(sts.sent1), list(sts.sent2))
+    monkeypatch.delenv("BERTFLOW_MAX_PAIRS")
+    assert len(ent.load_sick_entailment("test")) == 4927

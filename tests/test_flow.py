@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch.autograd.functional import jacobian
 
+from bertflow_mini.chapters.flow_toys import randomize as toys_randomize
 from bertflow_mini.postprocess.flow import (
     ActNorm,
     AdditiveCoupling,
@@ -22,8 +23,9 @@ from bertflow_mini.postprocess.flow import (
     Reverse,
     Shuffle,
     fit_flow,
+    log_likelihood,
+    missing_bias_correction,
 )
-from bertflow_mini.chapters.flow_toys import randomize as toys_randomize
 
 try:
     import normflows as nf  # a test-only dependency: pip install -e ".[test]"
@@ -435,6 +437,44 @@ def test_bert_adamw_is_adam_without_bias_correction():
     torch.testing.assert_close(a / b, torch.full((3,), 0.1 / math.sqrt(0.001)), rtol=1e-4, atol=0)
 
 
+def test_missing_bias_correction_is_the_ratio_of_the_two_optimisers_steps():
+    # a constant gradient: BertAdamW's step t over bias-corrected Adam's is the factor exactly
+    steps = np.arange(1, 31)
+    a, b = torch.nn.Parameter(torch.zeros(2, dtype=torch.float64)), torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))
+    ours, adam = BertAdamW([a], lr=1e-3, weight_decay=0.0, eps=1e-12), torch.optim.Adam([b], lr=1e-3, eps=1e-12)
+    ratios = []
+    for _ in steps:
+        before_a, before_b = a.detach().clone(), b.detach().clone()
+        a.grad = b.grad = torch.tensor([0.3, -2.0], dtype=torch.float64)
+        ours.step(), adam.step()
+        ratios.append(((a.detach() - before_a) / (b.detach() - before_b)).numpy())
+    np.testing.assert_allclose(np.array(ratios), np.repeat(missing_bias_correction(steps)[:, None], 2, 1), rtol=1e-6)
+    # by hand: sqrt(10) at t = 1; the peak, at t = 12, 6.57; 2.06 at t = 270
+    assert missing_bias_correction(1) == pytest.approx(math.sqrt(10))
+    factors = missing_bias_correction(np.arange(1, 3000))
+    assert factors.argmax() + 1 == 12 and factors.max() == pytest.approx(6.5685, abs=1e-3)
+    assert missing_bias_correction(270) == pytest.approx(2.0553, abs=1e-3)
+    with pytest.raises(ValueError, match="from 1"):
+        missing_bias_correction(0)
+
+
+def test_actnorm_logdets_add_up_to_the_flows_logdet_and_find_dead_channels():
+    x = np.random.default_rng(0).normal(size=(64, 8))
+    x[:, 5] = 2.0 + 1e-9 * np.random.default_rng(1).normal(size=64)  # a (nearly) dead channel
+    batch = torch.from_numpy(x).float()
+    for tol in (1e-4, 0.0):
+        glow = Glow(8, levels=2, depth=2, dead_tol=tol).train()
+        with torch.no_grad():
+            _, logdet = glow(batch)  # additive couplings start as the identity: only ActNorms count
+        per_step = glow.actnorm_logdets()
+        assert list(per_step.index) == ["level 1, step 1", "level 1, step 2", "level 2, step 1", "level 2, step 2"]
+        assert per_step.sum() == pytest.approx(logdet[0].item(), rel=1e-5)
+        if tol:  # ours: the dead channel is centred, not scaled
+            assert per_step.iloc[0] < 8 * 3 and (per_step.iloc[1:].abs() < 1e-4).all()
+        else:  # official: the dead channel alone adds about log(1/(1e-9 + 1e-6)) ≈ 13.8 nats
+            assert per_step.iloc[0] > 13
+
+
 def test_official_config_changes_only_the_two_switches():
     official = FlowConfig.official()
     assert (official.dead_tol, official.bias_correction) == (0.0, False)
@@ -476,3 +516,17 @@ def test_shuffle_is_a_seeded_permutation_not_the_reversal():
     b = Shuffle(16)
     assert torch.equal(a.order, b.order) and sorted(a.order.tolist()) == list(range(16))
     assert not torch.equal(a.order, Reverse(16).order)
+
+
+def test_log_likelihood_is_the_flows_log_prob_in_numpy_and_rejects_bad_input():
+    x = np.random.default_rng(0).normal(size=(50, 6))
+    flow = fit_flow(x, levels=2, depth=1, batch_size=25, progress=False, device="cpu").flow
+    with torch.no_grad():
+        expected = flow.eval().log_prob(torch.from_numpy(x).float()).double().numpy()
+    got = log_likelihood(flow, x)
+    assert got.dtype == np.float64 and got.shape == (50,)
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(ValueError):
+        log_likelihood(flow, x[:, :5])  # the wrong width
+    with pytest.raises(ValueError):
+        log_likelihood(flow, np.full((3, 6), np.nan))

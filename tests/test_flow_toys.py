@@ -5,18 +5,30 @@ import numpy as np
 import pytest
 import torch
 
-from bertflow_mini.geometry import neighbours
-from bertflow_mini.postprocess.flow import ActNorm, AdditiveCoupling, Glow
 from bertflow_mini.chapters.flow_toys import (
     check_block,
     density_grid,
     excite_coupling,
+    latent,
     make_cone,
     make_moons,
     randomize,
+    sample,
     steps_per_coordinate,
 )
-from bertflow_mini.geometry.neighbours import cosine_neighbours, knn_overlap, knn_overlaps
+from bertflow_mini.geometry import neighbours
+from bertflow_mini.geometry.neighbours import (
+    cosine_neighbours,
+    knn_overlap,
+    knn_overlaps,
+)
+from bertflow_mini.postprocess.flow import (
+    ActNorm,
+    AdditiveCoupling,
+    AffineCoupling,
+    Glow,
+    fit_flow,
+)
 
 
 def test_cone_points_share_a_direction_and_moons_are_two_bands():
@@ -58,6 +70,34 @@ def test_excited_coupling_is_no_longer_the_identity_but_still_volume_preserving(
     coupling = excite_coupling(AdditiveCoupling(2), x)
     y, logdet = coupling.eval()(torch.from_numpy(x))
     assert not torch.allclose(y, torch.from_numpy(x)) and torch.equal(logdet, torch.zeros(100))
+
+
+def test_additive_and_affine_couplings_excited_alike_share_their_shift():
+    x = make_cone(200)
+    additive = excite_coupling(AdditiveCoupling(2), x, seed=4).eval()
+    affine = excite_coupling(AffineCoupling(2), x, seed=4).eval()
+    with torch.no_grad():
+        x1 = torch.from_numpy(x[:, :1])
+        t_additive = additive(torch.from_numpy(x))[0][:, 1:] - torch.from_numpy(x[:, 1:])
+        shift, log_scale = affine._shift_and_log_scale(x1)
+    torch.testing.assert_close(shift, t_additive)
+    assert log_scale.std() > 0.01  # the affine one also scales, by an amount that varies with x1
+    other = excite_coupling(AdditiveCoupling(2), x, seed=5).eval()
+    assert not torch.allclose(other(torch.from_numpy(x))[0], additive(torch.from_numpy(x))[0])
+
+
+def test_latent_and_sample_are_the_flows_own_maps_in_numpy():
+    x = make_moons(300)
+    flow = fit_flow(x, levels=1, depth=2, epochs=1, batch_size=100, progress=False, device="cpu").flow
+    with torch.no_grad():
+        z = flow.eval()(torch.from_numpy(x).float())[0].numpy()
+    np.testing.assert_array_equal(latent(flow, x), z)
+    draws = sample(flow, 50, seed=3)
+    assert isinstance(draws, np.ndarray) and draws.shape == (50, 2)
+    np.testing.assert_array_equal(draws, sample(flow, 50, seed=3))
+    back = latent(flow, draws)  # f(f⁻¹(z)) = z: the draws are the prior's, pushed through the inverse
+    prior = torch.randn(50, 2, generator=torch.Generator().manual_seed(3)).numpy()
+    np.testing.assert_allclose(back, prior, atol=1e-4)
 
 
 def test_steps_per_coordinate_counts_each_levels_channels():

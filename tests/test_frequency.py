@@ -217,6 +217,7 @@ def test_norm_by_corpus_count_by_hand():
     assert t.loc["1–4", "displacements' mean cosine"] == pytest.approx(-1.0)  # opposite ways
     assert t.loc["0", "norm after"] == pytest.approx((np.sqrt(2) + np.sqrt(5)) / 2)
     assert t.loc["≥ 5", "norm before"] == pytest.approx(1.0)
+    assert t.loc["≥ 5", "displacement norm"] == pytest.approx(3.0)  # |(0,1)| and |(3,4)|, averaged
     with pytest.raises(ValueError, match="must agree"):
         norm_by_corpus_count(E, E0[:5], counts, rows=range(5))
 
@@ -228,3 +229,19 @@ def test_checkpoint_token_counts_explains_a_missing_file(tmp_path):
         checkpoint_token_counts(str(tmp_path))
     np.save(tmp_path / "token_counts.npy", np.array([0, 3, 1]))
     assert checkpoint_token_counts(str(tmp_path)).tolist() == [0, 3, 1]
+
+
+def test_token_counts_reads_a_checkpoint_or_estimates_from_wordfreq(tmp_path):
+    import wordfreq
+
+    from bertflow_mini.geometry.frequency import token_counts
+
+    vocab = ["the", "cat", "zzqxv"]
+    counts, source = token_counts(str(tmp_path), vocab, corpus_words=1e6)  # no token_counts.npy
+    expected = [round(wordfreq.word_frequency(w, "en") * 1e6) for w in vocab]
+    assert counts.tolist() == expected and counts[2] == 0 and source.startswith("estimated")
+    np.save(tmp_path / "token_counts.npy", np.array([5, 0, 1]))
+    counts, source = token_counts(str(tmp_path), vocab)
+    assert counts.tolist() == [5, 0, 1] and "corpus counts" in source
+    with pytest.raises(ValueError, match="3 tokens"):
+        token_counts(str(tmp_path), vocab + ["dog"])

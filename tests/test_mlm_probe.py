@@ -108,3 +108,17 @@ def test_training_sequences_are_cached_and_equal_a_fresh_tokenisation(monkeypatc
     monkeypatch.setattr(corpus, "corpus_sentences", lambda *a, **k: pytest.fail("not cached"))
     again = mlm_probe.training_sequences(recipe)
     assert all((a == b).all() for a, b in zip(again, first)) and len(again) == len(first)
+
+
+def test_corpus_token_counts_against_a_counter():
+    from collections import Counter
+
+    from bertflow_mini.chapters.mlm_probe import corpus_token_counts
+
+    seqs = [np.array([101, 7, 7, 9, 102]), np.array([101, 9, 102]), np.array([], dtype=np.int64)]
+    counts = corpus_token_counts(seqs, 200, special_ids=[101, 102, 0])
+    expected = Counter(int(t) for s in seqs for t in s if t not in (101, 102, 0))
+    assert counts.shape == (200,) and counts.sum() == sum(expected.values())
+    assert {int(i): int(counts[i]) for i in np.flatnonzero(counts)} == dict(expected)
+    with pytest.raises(ValueError):
+        corpus_token_counts([np.array([5, 300])], 200, special_ids=[])

@@ -176,3 +176,27 @@ def test_drifts_report_every_number_that_moved_and_its_share_of_the_tolerance():
     assert mismatches == []
     assert [(d.committed.text, d.fresh.text) for d in drifts] == [("0.50", "0.51"), ("60.0", "59.4")]
     assert [round(d.share, 3) for d in drifts] == [1.0, 0.5]  # 0.01 of 0.01 allowed; 0.6 of 1.2
+
+
+def test_the_command_reports_every_moved_number_and_fails_on_a_mismatch(tmp_path, capsys):
+    """``python -m bertflow_mini.chapters.output_check BEFORE AFTER``: what ``make refresh`` prints."""
+    import json
+
+    from bertflow_mini.chapters.output_check import main
+
+    tolerant, exact = "# NBVAL_CHECK_OUTPUT\n# tolerance: rtol=0.02", "# NBVAL_CHECK_OUTPUT"
+    before = notebook(code_cell(tolerant, stdout("a 0.50 b 60.0")), code_cell(exact, stdout("n = 7")))
+    within = notebook(code_cell(tolerant, stdout("a 0.51 b 59.4")), code_cell(exact, stdout("n = 7")))
+    beyond = notebook(code_cell(tolerant, stdout("a 0.51 b 50.0")), code_cell(exact, stdout("n = 8")))
+    for name, nb in {"before": before, "within": within, "beyond": beyond}.items():
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps(nb))
+    assert main(str(tmp_path / "before.ipynb"), str(tmp_path / "within.ipynb")) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "before.ipynb: 2 numbers moved, largest:",
+        "    1.00 of tolerance: cell 0 [1] (stdout): 0.50 is now 0.51 (drift 0.01, allowed 0.01)",
+        "    0.50 of tolerance: cell 0 [1] (stdout): 60.0 is now 59.4 (drift 0.6, allowed 1.2)",
+    ]
+    assert main(str(tmp_path / "before.ipynb"), str(tmp_path / "beyond.ipynb")) == 1
+    out = capsys.readouterr().out
+    assert "MISMATCH cell 0 [1] (stdout): 60.0 is now 50.0 (drift 10, allowed 1.2)" in out
+    assert "MISMATCH cell 1 [1] (stdout): 7 is now 8 (drift 1, allowed 0)" in out

@@ -64,6 +64,11 @@ def test_frequency_norm_scatter_and_projection_scatter():
 
     with pytest.raises(ValueError, match="freq > 0"):
         frequency_norm_scatter(ax, np.r_[f[:-1], 0.0], np.ones(500), "t")
-    sc = projection_scatter(ax, rng.normal(size=(5000, 2)), "p", color=rng.uniform(size=5000))
+    P, c = rng.normal(size=(5000, 2)), rng.uniform(size=5000)
+    sc = projection_scatter(ax, P, "p", color=c)
     assert len(sc.get_offsets()) == 4000
+    drawn = sc.get_array()
+    assert (np.diff(drawn) >= 0).all()  # lowest colour first, the highest drawn on top
+    rows = [np.flatnonzero((P == xy).all(axis=1))[0] for xy in sc.get_offsets()[:5]]
+    np.testing.assert_allclose(c[rows], drawn[:5])  # each point keeps its own colour
     plt.close(fig)

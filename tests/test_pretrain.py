@@ -236,8 +236,10 @@ def test_minutes_become_steps_before_training_so_the_recipe_stays_deterministic(
             steps_for_minutes(bad)
 
 
-def test_pretrain_cli_refuses_steps_and_minutes_together():
+def test_pretrain_cli_refuses_steps_and_minutes_together(capsys):
     from bertflow_mini.cli import main
 
-    with pytest.raises(SystemExit, match="not both"):
+    with pytest.raises(SystemExit) as stop:
         main(["pretrain", "--steps", "10", "--minutes", "1"])
+    assert stop.value.code == 2  # a usage error, said before anything is trained
+    assert "--minutes: not allowed with argument --steps" in capsys.readouterr().err

@@ -165,3 +165,19 @@ def test_table1_matches_the_reference_file(reference):
     for name, values in want.items():
         np.testing.assert_array_equal(ours.loc[name].to_numpy(), values, err_msg=name)
     assert want["k-NN dot product, k=7"] == [0.72, 0.90, 1.17, 1.60]  # read off the file by eye
+
+
+def test_qnli_and_pooling_tables_are_one_copy_each_with_the_papers_shape():
+    """Li et al.'s Table 4 lives once (entailment re-exports it); SimCSE's Table 6 has its four
+    poolers, each an (unsupervised, supervised) pair of Spearman × 100 values."""
+    from bertflow_mini.evaluation import entailment
+    from bertflow_mini.evaluation.published import QNLI_TABLE4, SIMCSE_TABLE6
+
+    assert entailment.PUBLISHED_QNLI is QNLI_TABLE4
+    # Table 4: the flow helps both sizes, the target fit more than the NLI fit
+    for size in ("base", "large"):
+        raw, nli, target = (QNLI_TABLE4[f"BERT-{size}-NLI{s}"]
+                            for s in (", last2avg", "-flow (NLI)", "-flow (target)"))
+        assert raw < nli < target
+    assert list(SIMCSE_TABLE6) == ["[CLS] w/ MLP", "[CLS] w/ MLP (train)", "[CLS] w/o MLP", "First-last avg."]
+    assert all(len(v) == 2 and 50 < min(v) and max(v) < 100 for v in SIMCSE_TABLE6.values())

@@ -1,5 +1,6 @@
 """Chapter 0's measurements: random pairs, overlap and AUC against hand cases and scipy, the
-first table's row, centring, and the pooling grid on a tiny BERT."""
+first table's row, centring, the pooling grid on a tiny BERT, and the mean pooling with frequent
+tokens left out against a mean computed by hand."""
 from __future__ import annotations
 
 import numpy as np
@@ -90,9 +91,79 @@ def test_pooling_grid_table_on_a_tiny_bert(tiny_bert_dir, monkeypatch):
     pairs = STSPairs("STSB", "test", s1, s2, np.array([5.0, 1.0, 0.5, 4.0, 0.0]), ["test"] * 5)
     table = pooling_grid_table(enc, pairs, pooling_grid(enc.n_layers))
     assert table.index.tolist() == ["cls", "mean", "max", "min"]
-    assert table.columns.tolist() == ["last 1 avg", "last 2 avg", "last 1 concat", "last 2 concat"]
+    assert table.columns.tolist() == ["last 1", "last 2 avg", "last 2 concat"]
     # one cell recomputed directly
     a, b = (encode(enc, s, "max-last2-concat", cache=False, progress=False) for s in (s1, s2))
     assert table.loc["max", "last 2 concat"] == pytest.approx(spearman(cosine_scores(a, b), pairs.scores))
-    # one layer: averaging and concatenating are the same vector
-    np.testing.assert_allclose(table["last 1 avg"], table["last 1 concat"])
+    # one layer: averaging and concatenating are the same vector, scored once
+    one = [encode(enc, s, p, cache=False, progress=False) for p in ("min-last1-avg", "min-last1-concat")
+           for s in (s1, s2)]
+    np.testing.assert_array_equal(one[0], one[2])
+    assert table.loc["min", "last 1"] == pytest.approx(spearman(cosine_scores(one[0], one[1]), pairs.scores))
+
+
+def test_the_grid_scores_one_layer_once(tiny_bert_dir, monkeypatch):
+    from bertflow_mini.data import STSPairs
+    from bertflow_mini.encoders.names import load_encoder
+    from bertflow_mini.encoders.pooling import pooling_grid
+
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    enc = load_encoder("tiny-bert", device="cpu")
+    s1, s2 = ["A dog runs.", "It rains.", "Kids play."], ["A cat runs.", "The sun.", "Children play."]
+    pairs = STSPairs("STSB", "test", s1, s2, np.array([3.0, 0.0, 5.0]), ["test"] * 3)
+    grid = pooling_grid(enc.n_layers)
+    table = pooling_grid_table(enc, pairs, grid)
+    # 4 token poolings x (2 combines x n_layers poolings, less the duplicate one-layer concat)
+    assert table.size == 4 * (2 * enc.n_layers - 1) == len(grid) - 4
+
+
+def test_most_frequent_tokens_counts_real_tokenisation(tiny_bert_dir):
+    from transformers import AutoTokenizer
+
+    from bertflow_mini.chapters.puzzle import most_frequent_tokens
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)  # bert-base-uncased's vocabulary
+    sentences = ["the cat and the dog", "the bird", "a dog"]
+    top = most_frequent_tokens(tok, sentences, 4)
+    # [CLS] and [SEP] 3 times each, "the" 3 times, then "dog" twice: ties broken by the smaller id
+    expected = sorted([tok.cls_token_id, tok.sep_token_id, tok.convert_tokens_to_ids("the")])
+    assert top[:3].tolist() == expected and tok.convert_ids_to_tokens(int(top[3])) == "dog"
+    assert len(most_frequent_tokens(tok, sentences, 0)) == 0
+    with pytest.raises(ValueError):
+        most_frequent_tokens(tok, sentences, -1)
+
+
+def test_mean_pool_dropping_against_a_hand_computed_mean(tiny_bert_dir, monkeypatch):
+    import torch
+
+    from bertflow_mini.chapters.puzzle import mean_pool_dropping
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.encoders.names import load_encoder
+
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    enc = load_encoder("tiny-bert", device="cpu")
+    sentences = ["A man plays a guitar.", "A dog runs in the park today.", "It rains."]
+    tok = enc.tokenizer
+    drop = [tok.cls_token_id, tok.sep_token_id, tok.convert_tokens_to_ids("a")]
+    (full, without), empty = mean_pool_dropping(enc, sentences, [[], drop], batch_size=2)
+    # nothing dropped: exactly the package's last-avg pooling (a different code path)
+    np.testing.assert_allclose(full, encode(enc, sentences, "last-avg", cache=False, progress=False),
+                               atol=1e-5)
+    first_last = mean_pool_dropping(enc, sentences, [[]], layers=(1, -1))[0][0]
+    np.testing.assert_allclose(first_last, encode(enc, sentences, "first-last-avg", cache=False,
+                                                  progress=False), atol=1e-5)
+    # by hand, one sentence at a time, no padding: the mean of the kept positions only
+    for n, s in enumerate(sentences):
+        ids = tok(s, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            h = enc.model(input_ids=ids).last_hidden_state[0].numpy()
+        keep = ~np.isin(ids[0].numpy(), drop)
+        np.testing.assert_allclose(without[n], h[keep].mean(0), atol=1e-5)
+    assert empty.tolist() == [0, 0]
+    # a sentence made only of dropped tokens keeps its full mean, and is counted
+    only = sorted(set(tok("a a")["input_ids"]))
+    (v,), (n_empty,) = mean_pool_dropping(enc, ["a a"], [only])
+    np.testing.assert_allclose(v, mean_pool_dropping(enc, ["a a"], [[]])[0][0], atol=1e-6)
+    assert n_empty == 1
+    with pytest.raises(ValueError):
+        mean_pool_dropping(enc, "one string", [[]])

@@ -7,7 +7,9 @@ import pytest
 from conftest import DATA_DIR, need
 
 from bertflow_mini.chapters.synonyms import (
+    CLEAN_SYNONYMS,
     Swap,
+    clean_synonym_map,
     parse_synset_line,
     synonym_map,
     synonym_swaps,
@@ -48,3 +50,30 @@ def test_synonym_swaps_rules():
     many = synonym_swaps(["a girl and a girl"] * 50, syn, f, seed=1)
     assert {s.swapped for s in many} == {"a miss and a girl", "a girl and a miss"}
     assert all(np.isclose(s.gap, -2.0) for s in many)
+
+
+def test_clean_synonyms_share_a_wordnet_synset():
+    need(DATA_DIR / "wordnet")
+    synsets = wordnet_synsets(DATA_DIR)
+    lemmas = {w for s in synsets for w in s}
+    base = [(a, b) for a, b in CLEAN_SYNONYMS if a in lemmas and b in lemmas]
+    assert len(base) >= 20  # most pairs are base forms WordNet lists
+    for a, b in base:
+        if (a, b) in {("talking", "speaking"), ("jumping", "leaping")}:
+            continue  # WordNet's nouns "talking"/"speaking"; the verbs talk/speak share a synset
+        assert any(a in s and b in s for s in synsets), (a, b)
+
+
+def test_clean_synonym_map_both_directions_inside_the_vocabulary():
+    m = clean_synonym_map({"car", "automobile", "big"}, pairs=[("car", "automobile"), ("big", "large")])
+    assert m == {"automobile": ["car"], "car": ["automobile"]}
+    swaps = synonym_swaps(["The car is red."], m, lambda w: {"car": 1e-4, "automobile": 1e-5}[w],
+                          max_frequency=1.0)
+    assert swaps[0].swapped == "The automobile is red." and swaps[0].gap == pytest.approx(-1.0)
+
+
+def test_an_article_follows_the_new_word():
+    f = {"car": 1e-4, "automobile": 1e-5, "apple": 1e-4, "pear": 1e-5}.get
+    syn = {"car": ["automobile"], "apple": ["pear"]}
+    out = [s.swapped for s in synonym_swaps(["A man drives a car.", "An apple.", "Banana car."], syn, f)]
+    assert out == ["A man drives an automobile.", "A pear.", "Banana automobile."]

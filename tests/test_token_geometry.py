@@ -67,6 +67,30 @@ def test_load_output_layer_reads_a_checkpoint_folder_with_its_counts(tmp_path):
     assert set(np.flatnonzero(layer.special)) == {0, 100, 101, 102, 103}  # [PAD] [UNK] [CLS] [SEP] [MASK]
 
 
+def test_load_output_layer_estimates_counts_where_the_checkpoint_has_none(tmp_path):
+    need(TOKENIZER_DIR)
+    import wordfreq
+    from transformers import AutoTokenizer
+
+    tiny_mlm().save_pretrained(tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
+    tokenizer.save_pretrained(tmp_path)
+    layer = tg.load_output_layer(str(tmp_path))  # no token_counts.npy
+    assert layer.counts_from == tg.ESTIMATED
+    ids = tokenizer.convert_tokens_to_ids(["the", "##ing", "[unused7]", "zygote"])
+    expected = [round(wordfreq.word_frequency(w, "en") * tg.BERT_CORPUS_WORDS) for w in ("the", "ing")]
+    assert layer.counts[ids[:2]].tolist() == expected and expected[0] > expected[1] > 0
+    assert layer.counts[ids[2]] == 0 and layer.unseen[ids[2]]  # reserved, never in the corpus
+    assert layer.counts[ids[0]] > layer.counts[ids[3]]
+
+
+def test_checkpoint_step_reads_multiberts_names_and_controls():
+    assert tg.checkpoint_step("google/multiberts-seed_0-step_20k") == 20_000
+    assert tg.checkpoint_step("multiberts-seed_3-step_2000k") == 2_000_000
+    assert tg.checkpoint_step("bert-base-uncased@0") == 0
+    assert tg.checkpoint_step("bert-base-uncased") is None
+
+
 # ----------------------------------------------------------------------------- measures
 def test_top_singular_share_matches_an_svd_and_hand_cases():
     X = np.random.default_rng(0).normal(size=(200, 10)) + 3.0

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import torch
 
+from bertflow_mini.data.datasets import MAX_PAIRS_ENV, max_pairs
 from bertflow_mini.encoders.encoder import default_device
 from bertflow_mini.encoders.names import BOOK_MODEL, default_model, is_glove, resolve_model, why_default
 from bertflow_mini.encoders.sources import short_name
@@ -67,6 +68,9 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     print(f"model : {model}  ({why}) [{source}]")
     data = "local mirror ($BERTFLOW_DATA)" if os.environ.get("BERTFLOW_DATA") else "the hub / official URLs (cached)"
     print(f"data  : {data}")
+    if max_pairs() is not None:
+        print(f"data  : only the first {max_pairs()} pairs of each split (${MAX_PAIRS_ENV}): a quick run, "
+              "not the book's numbers")
     print(f"device: {default_device()}   torch {torch.__version__.split('+')[0]}   seed {seed}")
     return model
 

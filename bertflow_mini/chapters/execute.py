@@ -1,12 +1,15 @@
-"""Build tool: run a chapter top to bottom in a fresh kernel, as `make book` and the notebook test do.
+"""Build tool: run a chapter top to bottom in a fresh kernel and save it with its outputs.
 
-``python -m bertflow_mini.chapters.execute book/00-*.ipynb …`` executes each notebook and saves it with its
-outputs. Needs the ``book`` extras (``nbformat``, ``nbclient``, ``ipykernel``).
+``python -m bertflow_mini.chapters.execute book/NN-*.ipynb …`` rewrites each notebook in place
+(``make refresh``: the committed outputs); ``… book/NN-x.ipynb --output _build/executed/book/NN-x.ipynb``
+writes the executed copy elsewhere and leaves the chapter untouched (``make book``). Either way the
+kernel starts in the chapter's own folder. The chapters are *checked* by nbval instead
+(``book/conftest.py``). Needs the ``book`` extras (``nbformat``, ``nbclient``, ``ipykernel``).
 """
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -23,12 +26,11 @@ def kernel_env() -> dict[str, str]:
     return {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
 
 
-def run_notebook(nb: NotebookNode, cwd: str | os.PathLike, timeout: int = 900) -> NotebookNode:
+def run_notebook(nb: NotebookNode, cwd: str | os.PathLike, timeout: int = 1800) -> NotebookNode:
     """Execute ``nb`` in place in a fresh ``python3`` kernel started in ``cwd``; returns it.
 
     An error in any cell raises :class:`nbclient.exceptions.CellExecutionError`. Progress bars print
-    many updates; ``coalesce_streams`` keeps each cell's final state only, so the committed notebook
-    and the HTML book show one finished bar, not hundreds of partial ones. No timing metadata is
+    many updates; ``coalesce_streams`` keeps each cell's final state only. No timing metadata is
     recorded, so a re-run changes the file only where an output changed.
     """
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", coalesce_streams=True,
@@ -37,26 +39,35 @@ def run_notebook(nb: NotebookNode, cwd: str | os.PathLike, timeout: int = 900) -
     return nb
 
 
-def execute_notebook(path: str | os.PathLike, timeout: int = 900) -> float:
-    """Run a chapter top to bottom in a fresh kernel and save it with its outputs; returns seconds.
+def execute_notebook(path: str | os.PathLike, output: str | os.PathLike | None = None) -> float:
+    """Run the notebook at ``path`` top to bottom in a fresh kernel started in its folder and save it
+    with its outputs to ``output`` (default: ``path`` itself); returns the seconds it took.
 
-    The file is replaced atomically: an interrupted or failed run leaves the old notebook intact.
+    A failed run writes nothing, and the file is replaced atomically: an interrupted run leaves the
+    old one intact.
     """
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    run_notebook(nb, Path(path).parent, timeout)
+    run_notebook(nb, Path(path).parent)
     seconds = time.perf_counter() - start
-    with atomic_path(path) as tmp:
+    with atomic_path(output if output is not None else path) as tmp:
         nbformat.write(nb, str(tmp))
     return seconds
 
 
-def main(paths: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
     """Execute each notebook in turn, saying how long each took."""
-    for notebook in paths:
-        print(f"executing {notebook} …", flush=True)
-        print(f"  {notebook}: {execute_notebook(notebook):.0f} s", flush=True)
+    parser = argparse.ArgumentParser(prog="python -m bertflow_mini.chapters.execute", description=__doc__)
+    parser.add_argument("notebooks", nargs="+")
+    parser.add_argument("--output", help="where to save the executed notebook (one notebook only; default: in place)")
+    args = parser.parse_args(argv)
+    if args.output and len(args.notebooks) > 1:
+        parser.error(f"--output takes one notebook; {len(args.notebooks)} given")
+    for notebook in args.notebooks:
+        target = args.output or notebook
+        print(f"executing {notebook} -> {target} …", flush=True)
+        print(f"  {notebook}: {execute_notebook(notebook, target):.0f} s", flush=True)
 
 
 if __name__ == "__main__":  # python -m bertflow_mini.chapters.execute book/00-*.ipynb …
-    main(sys.argv[1:])
+    main()

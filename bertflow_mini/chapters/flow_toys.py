@@ -65,10 +65,23 @@ def check_block(block: torch.nn.Module, x: torch.Tensor) -> dict[str, float]:
 
 def excite_coupling(coupling: Coupling, x: np.ndarray, std: float = 0.3, seed: int = 0) -> Coupling:
     """A coupling that does something visible: initialise its network's ActNorms on ``x``, then
-    give the zero-initialised output layer random weights (a fresh coupling is the identity)."""
-    coupling.train()(torch.from_numpy(x))
+    give the zero-initialised output layer random weights (a fresh coupling is the identity).
+
+    The network's hidden weights and its shift ``t`` are drawn from ``seed`` alone, so an additive and
+    an affine coupling excited with the same seed on the same ``x`` shift by the same ``t(x₁)``; the
+    affine one's log-scale outputs get a second, independent draw."""
+    net, generator = coupling.net, torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        coupling.net.out.linear.weight.normal_(0.0, std, generator=torch.Generator().manual_seed(seed))
+        for fc in (net.fc1, net.fc2):
+            fc.weight.normal_(0.0, 0.05, generator=generator)  # CouplingNet's own initialiser
+    coupling.train()(torch.from_numpy(x))
+    weight = net.out.linear.weight
+    per_channel = coupling.outputs_per_channel
+    with torch.no_grad():
+        shift = torch.empty(weight.shape[0] // per_channel, weight.shape[1]).normal_(0.0, std, generator=generator)
+        weight[0::per_channel] = shift
+        if per_channel == 2:
+            weight[1::2] = torch.empty_like(shift).normal_(0.0, std, generator=generator)
     return coupling
 
 
@@ -86,11 +99,24 @@ def density_grid(flow: Glow, x: np.ndarray, n: int = 150) -> tuple[np.ndarray, n
     """``log p`` of a fitted 2-D flow on an ``n × n`` grid around ``x``: (xs, ys, log p, cell area)."""
     lo, hi = x.min(0) - 0.5, x.max(0) + 0.5
     xs, ys = np.meshgrid(np.linspace(lo[0], hi[0], n), np.linspace(lo[1], hi[1], n))
-    grid = torch.tensor(np.column_stack([xs.ravel(), ys.ravel()]), dtype=torch.float32)
+    param = next(flow.parameters())
+    grid = torch.tensor(np.column_stack([xs.ravel(), ys.ravel()]), dtype=param.dtype, device=param.device)
     with torch.no_grad():
-        logp = flow.log_prob(grid).numpy().reshape(xs.shape)
+        logp = flow.log_prob(grid).cpu().numpy().astype(np.float64).reshape(xs.shape)
     cell = (hi[0] - lo[0]) / (n - 1) * (hi[1] - lo[1]) / (n - 1)
     return xs, ys, logp, float(cell)
+
+
+def latent(flow: torch.nn.Module, x: np.ndarray) -> np.ndarray:
+    """``f(x)`` of a fitted flow, on whatever device the flow lives on, back as a NumPy array."""
+    param = next(flow.parameters())
+    with torch.no_grad():
+        return flow.eval()(torch.as_tensor(x, dtype=param.dtype, device=param.device))[0].cpu().numpy()
+
+
+def sample(flow: Glow, n: int, seed: int = 0) -> np.ndarray:
+    """``n`` draws ``f⁻¹(z)`` of a fitted flow, ``z`` seeded on the CPU (the same on any device)."""
+    return flow.sample(n, generator=torch.Generator().manual_seed(seed)).cpu().numpy()
 
 
 def plot_before_after(block: torch.nn.Module, x: np.ndarray, title: str) -> plt.Figure:
@@ -100,10 +126,10 @@ def plot_before_after(block: torch.nn.Module, x: np.ndarray, title: str) -> plt.
     colour = stats.rankdata(x[:, 0] + x[:, 1])
     both = np.concatenate([x, y])
     lo, hi = both.min() - 0.3, both.max() + 0.3
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(8.8, 3.8), layout="constrained")
     for ax, pts, when in zip(axes, (x, y), ("before", "after")):
-        ax.scatter(pts[:, 0], pts[:, 1], c=colour, cmap="viridis", s=4)
+        points = ax.scatter(pts[:, 0], pts[:, 1], c=colour, cmap="viridis", s=4)
         ax.set(title=f"{title}: {when}", xlabel="coordinate 1", ylabel="coordinate 2", xlim=(lo, hi), ylim=(lo, hi))
         ax.set_aspect("equal")
-    fig.tight_layout()
+    fig.colorbar(points, ax=axes.tolist(), label="rank of $x_1 + x_2$ before the block", shrink=0.85)
     return fig

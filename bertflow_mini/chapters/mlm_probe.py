@@ -12,6 +12,8 @@ checkpoint, against counts of the corpus it was trained on:
 
 * :func:`head_by_hand` — the head's logits recomputed from its parts (checked against the model);
 * :func:`bias_vs_frequency` — ``b_x`` against ``log count(x)`` over the tokens the corpus contains;
+* :func:`corpus_token_counts` — token counts of a corpus, for a model that does not carry its own
+  (any model but ``scratch-bert``: the book's corpus then stands in for the model's unavailable one);
 * :func:`frequent_contexts` and :func:`context_logits` — for the most frequent contexts
   ``c = (left token, right token)``, the corpus ``log p(x|c)`` from trigram counts, and the MLM's
   logits at a ``[MASK]`` between the two, averaged over the context's occurrences.
@@ -66,6 +68,17 @@ def bias_vs_frequency(bias: np.ndarray, counts: np.ndarray) -> dict[str, float]:
         "mean b seen": float(bias[seen].mean()),
         "mean b unseen": float(bias[~seen].mean()) if (~seen).any() else float("nan"),
     }
+
+
+def corpus_token_counts(seqs: Sequence[np.ndarray], vocab_size: int, special_ids: Sequence[int]) -> np.ndarray:
+    """How often each token id occurs in the token-id sequences ``seqs``, special tokens counted as 0:
+    what :func:`bertflow_mini.encoders.pretrain.pretrain` saves beside a checkpoint, for any corpus."""
+    flat = np.concatenate([np.asarray(s, dtype=np.int64) for s in seqs]) if len(seqs) else np.zeros(0, np.int64)
+    if flat.size and (flat.min() < 0 or flat.max() >= vocab_size):
+        raise ValueError(f"token ids must lie in [0, {vocab_size}); got {flat.min()} … {flat.max()}")
+    counts = np.bincount(flat, minlength=vocab_size)
+    counts[list(special_ids)] = 0
+    return counts
 
 
 # ---------------------------------------------------------------------------------------- contexts
@@ -159,14 +172,16 @@ def context_logits(model, seqs: Sequence[np.ndarray], contexts: Contexts, *, mas
             s[p] = mask_id
             masked.append(s)
         b = pad_batch(masked, pad_id, special_ids)
-        hidden = model.bert(input_ids=b.ids, attention_mask=b.attention).last_hidden_state
-        rows = torch.arange(len(part))
-        h = hidden[rows, torch.tensor([p for _, _, p in part])]
-        logits = model.cls(h).double().numpy()
+        device = next(model.parameters()).device  # the model's device: a GPU when there is one
+        attention = b.attention.to(device)
+        hidden = model.bert(input_ids=b.ids.to(device), attention_mask=attention).last_hidden_state
+        rows = torch.arange(len(part), device=device)
+        h = hidden[rows, torch.tensor([p for _, _, p in part], device=device)]
+        logits = model.cls(h).double().cpu().numpy()
         logp = scipy.special.log_softmax(logits, axis=1)
-        m = b.attention.unsqueeze(-1).float()
+        m = attention.unsqueeze(-1).float()
         pooled = (hidden * m).sum(1) / m.sum(1)
-        cosines.append(torch.nn.functional.cosine_similarity(h, pooled, dim=1).numpy())
+        cosines.append(torch.nn.functional.cosine_similarity(h, pooled, dim=1).cpu().numpy())
         for (k, _, _), lg, lp in zip(part, logits, logp):
             sums[k] += lg
             mix[k] = np.logaddexp(mix[k], lp)

@@ -2,21 +2,29 @@
 numbers within a stated tolerance.
 
 Another CPU (or another BLAS kernel, or another thread count) computes trained numbers slightly
-differently, so the book cannot be checked by exact text. A cell marked
+differently, so such cells cannot be checked by exact text. A checked cell (nbval's marker) may
+state a tolerance, with the reason in a comment:
 
-    # CHECK_OUTPUT                          the default tolerance (below)
-    # CHECK_OUTPUT rtol=0.05 ulps=3         a per-cell override, with the reason in a comment
+    # NBVAL_CHECK_OUTPUT                      checked exactly, by nbval
+    # tolerance: atol=0.1 rtol=0  # why       checked by :func:`compare_cell`, under this tolerance
 
-has its output split into numbers and the text between them. The text must be identical (a run of
-whitespace counts as one space, and whitespace beside a number is ignored, since a table's columns
-shift when a number gains a digit or a sign). Each number must be within
+nbval runs the chapters and calls :func:`compare_cell` for cells with a tolerance line
+(``book/conftest.py``). The cell's output is split into numbers and the text between them. The text
+must be identical (a run of whitespace counts as one space, and whitespace beside a number is
+ignored, since a table's columns shift when a number gains a digit or a sign). Each number must be
+within
 
     max(atol, rtol·|committed|, ulps·step)
 
 of the committed one, where ``step`` is one unit in the committed number's last printed digit
 (0.01 for ``0.58``, 1e-06 for ``1.776e-03``): rounding alone can move a printed number by one step.
-Integers (``338``, ``1,000,000``) are counts and must match exactly unless the cell sets ``ints``;
-percentages (``16%``) are rounded ratios and get the float tolerance.
+Options left out take :data:`DEFAULT`'s values. Integers (``338``, ``1,000,000``) are counts and must
+match exactly unless the cell sets ``ints``; percentages (``16%``) are rounded ratios and get the
+float tolerance.
+
+``python -m bertflow_mini.chapters.output_check COMMITTED.ipynb FRESH.ipynb`` compares two whole
+notebooks (``make refresh`` prints it for each chapter it rewrote): every number that moved, and
+every checked cell that no longer matches.
 """
 from __future__ import annotations
 

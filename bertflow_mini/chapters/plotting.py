@@ -107,15 +107,18 @@ def frequency_norm_scatter(ax, freq: np.ndarray, norms: np.ndarray, title: str, 
 def projection_scatter(ax, P: np.ndarray, title: str, color: np.ndarray | None = None, n_show: int = 4000,
                        seed: int = 0, **kwargs):
     """Scatter of 2-D coordinates ``P`` (at most ``n_show`` random rows), the origin marked by a cross;
-    ``color`` (one value per row) is drawn with viridis. Returns the scatter, for a colour bar."""
+    ``color`` (one value per row) is drawn with viridis, lowest values first so the highest (e.g. the
+    frequent words, a minority) are not buried under the rest. Returns the scatter, for a colour bar."""
     P = np.asarray(P)
     show = np.random.default_rng(seed).choice(len(P), size=min(len(P), n_show), replace=False)
+    if color is not None:
+        show = show[np.argsort(np.asarray(color)[show], kind="stable")]
     if color is None:
         sc = ax.scatter(P[show, 0], P[show, 1], s=3, alpha=0.3, color="C1", rasterized=True)
     else:
         sc = ax.scatter(P[show, 0], P[show, 1], s=3, alpha=0.5, c=np.asarray(color)[show], cmap="viridis",
                         rasterized=True, **kwargs)
-    ax.plot(0, 0, "kx", ms=12, mew=3)
+    ax.plot(0, 0, "kx", ms=12, mew=3, label="origin")
     ax.set_aspect("equal", adjustable="datalim")
     ax.set(title=title, xlabel="singular direction 1", ylabel="singular direction 2")
     return sc

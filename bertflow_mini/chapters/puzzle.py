@@ -6,18 +6,23 @@ module turns that into numbers on the STS Benchmark:
 * :func:`random_pairs` — pairs of distinct sentences drawn at random ("two arbitrary sentences");
 * :func:`overlap_coefficient` and :func:`auc` — how much two distributions of similarities overlap;
 * :func:`separation_row` — the chapter's first table, one row per encoder (or per no-model control);
-* :func:`pooling_grid_table` — STS-B Spearman for every pooling of :func:`bertflow_mini.encoders.pooling.pooling_grid`;
-* :func:`centred_scores` and :func:`mean_share` — what subtracting the mean vector does.
+* :func:`pooling_grid_table` — STS-B Spearman for every *distinct* pooling of
+  :func:`bertflow_mini.encoders.pooling.pooling_grid` (one layer averaged = one layer concatenated);
+* :func:`centred_scores` and :func:`mean_share` — what subtracting the mean vector does;
+* :func:`most_frequent_tokens` and :func:`mean_pool_dropping` — the mean pooling re-measured with the
+  most frequent tokens left out, to test "sentences crowd because they share frequent words".
 
 Defined for Chapter 0 (``book/00-the-puzzle.ipynb``).
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import scipy.stats
+import torch
 
 from bertflow_mini._checks import check_matrix
 from bertflow_mini.data import STSPairs
@@ -111,23 +116,81 @@ def mean_share(X: np.ndarray) -> float:
 
 def _grid_label(pooling: str, n_layers: int) -> tuple[str, str]:
     spec = parse_pooling(pooling, n_layers)
-    return spec.tokens, f"last {len(spec.layers)} {spec.combine}"
+    k = len(spec.layers)
+    return spec.tokens, f"last {k}" if k == 1 else f"last {k} {spec.combine}"
 
 
 def pooling_grid_table(
     encoder: Encoder, pairs: STSPairs, poolings: Sequence[str], progress: bool = False
 ) -> pd.DataFrame:
-    """Spearman × 100 of ``pairs`` for each pooling: rows = token pooling (cls, mean, max, min),
-    columns = ``"last k avg"`` / ``"last k concat"``. One forward pass per cache entry serves all."""
+    """Spearman × 100 of ``pairs`` for each distinct pooling: rows = token pooling (cls, mean, max,
+    min), columns = ``"last 1"`` (one layer: averaging and concatenating give the same vector, so it
+    is scored once), ``"last k avg"``, ``"last k concat"``. One forward pass per cache entry serves
+    all."""
     sentences = pairs.sentences()
     row = {s: i for i, s in enumerate(sentences)}
     left, right = [row[s] for s in pairs.sent1], [row[s] for s in pairs.sent2]
     cells = {}
     for pooling in poolings:
+        label = _grid_label(pooling, encoder.n_layers)
+        if label in cells:  # "last 1 avg" and "last 1 concat": the same vector
+            continue
         X = encode(encoder, sentences, pooling, progress=progress)
-        cells[_grid_label(pooling, encoder.n_layers)] = score_pairs(pairs, X[left], X[right]).all
+        cells[label] = score_pairs(pairs, X[left], X[right]).all
     table = pd.Series(cells).unstack()
     ks = sorted({int(c.split()[1]) for c in table.columns})
-    columns = [f"last {k} {c}" for c in LAYER_COMBINES for k in ks]
+    columns = ["last 1"] + [f"last {k} {c}" for c in LAYER_COMBINES for k in ks if k > 1]
     rows = [t for t in TOKEN_POOLINGS if t in table.index]
     return table.loc[rows, [c for c in columns if c in table.columns]]
+
+
+# ------------------------------------------------------------------- frequent tokens left out
+def most_frequent_tokens(tokenizer, sentences: Sequence[str], k: int, max_length: int = 64) -> np.ndarray:
+    """The ids of the ``k`` tokens that occur most often in ``sentences`` as ``tokenizer`` splits them
+    ([CLS] and [SEP] included: they are in every sentence), most frequent first; ties go to the
+    smaller id."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    ids = tokenizer(list(sentences), truncation=True, max_length=max_length)["input_ids"]
+    counts = Counter(i for seq in ids for i in seq)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return np.array([i for i, _ in ranked[:k]], dtype=np.int64)
+
+
+@torch.no_grad()
+def mean_pool_dropping(
+    encoder: Encoder, sentences: Sequence[str], drop: Sequence[Sequence[int]],
+    layers: Sequence[int] | None = None, max_length: int = 64, batch_size: int = 64,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean pooling with some tokens left out: for each id list in ``drop``, the masked mean over the
+    tokens *not* in it, of the ``hidden_states`` ``layers`` (default: the last layer; several are
+    averaged). The network still reads the whole sentence; only the pooling skips the tokens.
+
+    Returns ``(vectors, n_empty)``: ``vectors`` of shape ``(len(drop), len(sentences), dim)``, and per
+    drop list the number of sentences with no token left, which keep their full mean instead.
+    An empty drop list gives the plain mean pooling (``last-avg`` for the default layer).
+    """
+    encoder.require_transformer("token-level pooling")
+    if isinstance(sentences, str) or not sentences or not all(isinstance(x, str) for x in sentences):
+        raise ValueError("sentences must be a non-empty sequence of strings")
+    sentences = list(sentences)
+    L = encoder.n_layers
+    layers = [L] if layers is None else [int(i) % (L + 1) for i in layers]
+    drop_sets = [torch.as_tensor(np.asarray(list(d), dtype=np.int64)) for d in drop]
+    out = np.empty((len(drop_sets), len(sentences), encoder.dim), dtype=np.float32)
+    n_empty = np.zeros(len(drop_sets), dtype=np.int64)
+    for start in range(0, len(sentences), batch_size):
+        batch = encoder.tokenizer(sentences[start : start + batch_size], padding=True, truncation=True,
+                                  max_length=max_length, return_tensors="pt").to(encoder.device)
+        hs = encoder.model(**batch, output_hidden_states=True).hidden_states
+        hidden = torch.stack([hs[i] for i in layers]).mean(0).float()  # (b, t, d)
+        mask = batch["attention_mask"].bool()
+        for n, ids in enumerate(drop_sets):
+            keep = mask & ~torch.isin(batch["input_ids"], ids.to(batch["input_ids"].device))
+            empty = ~keep.any(dim=1)
+            keep[empty] = mask[empty]  # nothing left: the sentence keeps its full mean
+            n_empty[n] += int(empty.sum())
+            m = keep.unsqueeze(-1).float()
+            pooled = (hidden * m).sum(1) / m.sum(1)
+            out[n, start : start + len(pooled)] = pooled.detach().cpu().numpy()
+    return out, n_empty

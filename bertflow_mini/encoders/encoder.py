@@ -35,7 +35,17 @@ from bertflow_mini.encoders.pooling import (
     masked_min,
     parse_pooling,
 )
-from bertflow_mini.encoders.sources import offline_error, short_name
+from bertflow_mini.encoders.sources import hub_options, offline_error, short_name
+
+
+def cuda_devices(device: str | torch.device) -> list[int]:
+    """The CUDA devices whose random state a seeded block running on ``device`` draws from, for
+    ``torch.random.fork_rng(devices=…)``: none on the CPU, else the device's index (so the caller's
+    GPU random state is restored afterwards, as the CPU's is)."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return []
+    return [device.index if device.index is not None else torch.cuda.current_device()]
 
 
 def default_device() -> str:
@@ -120,9 +130,10 @@ def load_from(source: str, name: str | None = None, device: str | None = None) -
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # an MLM checkpoint loaded as an encoder: its head is unused, say nothing
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        options = hub_options(source)
+        tokenizer = AutoTokenizer.from_pretrained(source, **options)
         with torch.random.fork_rng(devices=[]):  # weights the checkpoint lacks (an MLM checkpoint's
-            model = AutoModel.from_pretrained(source)  # pooler) must not move the caller's random state
+            model = AutoModel.from_pretrained(source, **options)  # pooler) must not move the caller's random state
     except (OSError, ValueError) as err:
         raise offline_error(name, source, err) from err
     finally:
@@ -332,7 +343,7 @@ def encode_with_dropout(
     spec = parse_pooling(pooling, encoder.n_layers)
     if _needs_extremes(spec, encoder.n_layers):
         raise ValueError(f"pooling {pooling!r}: only mean poolings and the last layer's CLS")
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=cuda_devices(encoder.device)):  # dropout draws on the model's device
         torch.manual_seed(seed)
         encoder.model.train()
         try:

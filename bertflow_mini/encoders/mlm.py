@@ -48,7 +48,10 @@ def mask_tokens(
 
 
 def mlm_loss(model, inputs: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of a ``BertForMaskedLM`` at the labelled positions only."""
+    """Mean cross-entropy of a ``BertForMaskedLM`` at the labelled positions only, on the model's
+    device (the batch, masked on the CPU, is moved there)."""
+    device = next(model.parameters()).device
+    inputs, attention, labels = inputs.to(device), attention.to(device), labels.to(device)
     hidden = model.bert(input_ids=inputs, attention_mask=attention).last_hidden_state
     chosen = labels != IGNORE
     return F.cross_entropy(model.cls(hidden[chosen]), labels[chosen])

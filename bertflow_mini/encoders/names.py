@@ -43,6 +43,7 @@ from bertflow_mini.encoders.sources import (
     MODELS_ENV,
     folder_or_hub,
     hub_id,
+    hub_options,
     hub_reachable,
     local_folder,
     short_name,
@@ -64,7 +65,7 @@ SHAPES: dict[str, tuple[int, int]] = {
     "bert-medium": (8, 512),
 }
 _RANDOM = re.compile(r"^(?P<base>.+)@0(?:-seed(?P<seed>\d+))?$")
-_MULTIBERTS = re.compile(r"^(?:google/)?multiberts-seed_(?P<seed>\d)-step_(?P<step>\d+)k$")
+_MULTIBERTS = re.compile(r"^(?:google/)?multiberts-seed_(?P<seed>\d+)-step_(?P<step>\d+)k$")
 #: MultiBERTs' checkpoints of each seed, in thousands of steps (Sellam et al. 2022, section 2).
 MULTIBERTS_STEPS = tuple(range(0, 200, 20)) + tuple(range(200, 2001, 100))
 
@@ -144,7 +145,7 @@ def _config_source(base: str) -> tuple[object, str]:
         return config, tokenizer
     source = hub_id(base)
     try:
-        return AutoConfig.from_pretrained(source), source
+        return AutoConfig.from_pretrained(source, **hub_options(source)), source
     except (OSError, ValueError) as err:
         from bertflow_mini.encoders.sources import offline_error
 

@@ -34,6 +34,7 @@ import torch
 from bertflow_mini._io import cache_dir
 from bertflow_mini._threads import torch_threads
 from bertflow_mini.data.corpus import corpus_sentences, split_held_out, unigram_entropy
+from bertflow_mini.encoders.encoder import cuda_devices, default_device
 from bertflow_mini.encoders.mlm import MLMData, evaluate_mlm, tokenize, train_mlm
 
 #: Bump when the training code changes what a recipe produces: every cached checkpoint is then retrained.
@@ -85,8 +86,10 @@ def bert_config(recipe: Recipe, vocab_size: int, pad_id: int):
 
 
 def run_dir(recipe: Recipe) -> Path:
-    """Where ``recipe``'s checkpoints live (whether or not they exist yet)."""
-    return cache_dir("models") / f"{NAME}-{recipe.key()}"
+    """Where ``recipe``'s checkpoints live (whether or not they exist yet). A run on a GPU is not
+    bit-identical to one on the CPU, so it gets a folder of its own (``…-cuda``)."""
+    device = default_device()
+    return cache_dir("models") / (f"{NAME}-{recipe.key()}" + ("" if device == "cpu" else f"-{device}"))
 
 
 def load_tokenizer():
@@ -146,9 +149,10 @@ def pretrain(recipe: Recipe, *, threads: int | None = None, progress: bool = Tru
     staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".partial"))
     try:
         saves = {round(recipe.steps * p / 100): staging / f"pct-{p:03d}" for p in PERCENTS}
-        with torch.random.fork_rng(devices=[]), torch_threads(threads or os.cpu_count()):
-            torch.manual_seed(recipe.seed)
-            model = BertForMaskedLM(bert_config(recipe, len(tokenizer), tokenizer.pad_token_id))
+        device = default_device()  # a GPU when there is one: masks are drawn on the CPU either way
+        with torch.random.fork_rng(devices=cuda_devices(device)), torch_threads(threads or os.cpu_count()):
+            torch.manual_seed(recipe.seed)  # the initial weights are drawn on the CPU, then moved
+            model = BertForMaskedLM(bert_config(recipe, len(tokenizer), tokenizer.pad_token_id)).to(device)
             log = _Log(model, held, saves, tokenizer, every=max(1, recipe.steps // 20))
             start = time.perf_counter()
             train_mlm(model, train, steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,

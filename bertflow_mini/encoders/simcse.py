@@ -106,8 +106,10 @@ def train_simcse(model, tokenizer, sentences: list[str], config: SimCSEConfig = 
     data = tokenize(sentences, tokenizer, config.max_length)
     device = next(model.parameters()).device
     losses: list[float] = []
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(config.seed)  # the dropout masks
+    # fork the generators that manual_seed touches (CPU, and the model's GPU), so the caller's state stays
+    cuda = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(config.seed)  # the dropout masks (CPU and GPU alike)
         gen = torch.Generator().manual_seed(config.seed)  # the batches
         batches = length_batches([len(s) for s in data.seqs], config.batch_size, gen)
         opt = adamw(model, config.lr, weight_decay=0.0)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bertflow_mini.data.datasets import hub_reachable  # noqa: F401 (re-exported: one reachability check)
+
 #: Short names the book uses, and the hub id each one falls back to when no mirror has it.
 HUB_IDS: dict[str, str] = {
     "bert-base-uncased": "bert-base-uncased",
@@ -51,15 +53,13 @@ def folder_or_hub(name: str) -> str:
     return str(folder) if folder is not None else hub_id(name)
 
 
-def hub_reachable(host: str = "huggingface.co", port: int = 443, timeout: float = 3.0) -> bool:
-    """Can this machine open a connection to the Hugging Face hub? (False offline, quickly.)"""
-    import socket
-
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
+def hub_options(source: str) -> dict[str, bool]:
+    """Keyword arguments for ``from_pretrained(source)``: when ``source`` is a hub id and the hub cannot
+    be reached, only Hugging Face's own local cache is tried (an immediate error, not a minute of
+    retries, when that has nothing)."""
+    if Path(source).is_dir() or hub_reachable():
+        return {}
+    return {"local_files_only": True}
 
 
 def offline_error(name: str, source: str, err: Exception) -> OSError:

@@ -18,16 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-#: Li et al. (2020) Table 4: AUC × 100 on the QNLI dev set, last2avg (= first-last) pooling of
-#: SBERT-style NLI-fine-tuned BERTs, raw and with the flow fitted on NLI or on the target sentences.
-PUBLISHED_QNLI: dict[str, float] = {
-    "BERT-base-NLI, last2avg": 70.30,
-    "BERT-base-NLI-flow (NLI)": 72.52,
-    "BERT-base-NLI-flow (target)": 76.17,
-    "BERT-large-NLI, last2avg": 70.41,
-    "BERT-large-NLI-flow (NLI)": 74.19,
-    "BERT-large-NLI-flow (target)": 77.09,
-}
+from bertflow_mini.evaluation.published import QNLI_TABLE4
+
+#: Li et al. (2020) Table 4 (QNLI dev AUC × 100): kept in :mod:`bertflow_mini.evaluation.published`
+#: with the papers' other figures and its exact citation.
+PUBLISHED_QNLI: dict[str, float] = QNLI_TABLE4
 QNLI_SPLITS = {"train": "train.tsv", "dev": "dev.tsv"}  # test.tsv has no labels
 SICK_FILES = {"train": "SICK_train.txt", "trial": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
 
@@ -69,8 +64,9 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
 
 
 def load_sick_entailment(split: str = "test", root: str | Path | None = None) -> LabelledPairs:
-    """SICK pairs of ``split`` labelled 1 for ``ENTAILMENT``, 0 for ``NEUTRAL`` or ``CONTRADICTION``."""
-    from bertflow_mini.data.datasets import data_root, numbered_lines
+    """SICK pairs of ``split`` labelled 1 for ``ENTAILMENT``, 0 for ``NEUTRAL`` or ``CONTRADICTION``
+    (the first ``$BERTFLOW_MAX_PAIRS`` only, when that cap is set, as for every STS split)."""
+    from bertflow_mini.data.datasets import data_root, max_pairs, numbered_lines
 
     if split not in SICK_FILES:
         raise ValueError(f"SICK has splits {tuple(SICK_FILES)}, not {split!r}")
@@ -87,7 +83,8 @@ def load_sick_entailment(split: str = "test", root: str | Path | None = None) ->
         first.append(fields[1])
         second.append(fields[2])
         labels.append(int(fields[4] == "ENTAILMENT"))
-    return LabelledPairs(f"SICK-E/{split}", first, second, np.asarray(labels))
+    n = max_pairs()  # $BERTFLOW_MAX_PAIRS: the same first pairs that load_sts("SICK-R", split) keeps
+    return LabelledPairs(f"SICK-E/{split}", first[:n], second[:n], np.asarray(labels[:n]))
 
 
 def load_qnli(split: str = "dev", root: str | Path | None = None) -> LabelledPairs:

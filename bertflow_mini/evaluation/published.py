@@ -1,7 +1,8 @@
 """The papers' own numbers, printed beside ours (Spearman × 100; columns in the paper's order).
 
 Transcribed from the papers' tables: Li et al. 2020 (BERT-flow, Tables 2–3), Su et al. 2021
-(whitening), Reimers & Gurevych 2019 (SBERT, as quoted by Li et al.), Gao et al. 2021 (SimCSE).
+(whitening), Reimers & Gurevych 2019 (SBERT, as quoted by Li et al.), Gao et al. 2021 (SimCSE);
+beyond STS, Li et al.'s QNLI AUCs (Table 4) and SimCSE's pooling ablation (Table 6).
 ``aggregation`` says how each paper pooled STS12–16 (see :mod:`bertflow_mini.evaluation.sts`).
 """
 from __future__ import annotations
@@ -49,6 +50,34 @@ LEXICAL_TABLE6: dict[str, dict[str, float]] = {
     "gold similarity": {"edit distance": -24.61, "gold similarity": 100.00},
     "BERT-induced similarity": {"edit distance": -50.49, "gold similarity": 59.30},
     "flow-induced similarity": {"edit distance": -28.01, "gold similarity": 74.09},
+}
+
+
+#: Li et al. 2020 (EMNLP, "On the Sentence Embeddings from Pre-trained Language Models",
+#: arXiv:2011.05864), section 4.2 "Unsupervised Question-Answer Entailment", Table 4: AUC × 100 of the
+#: cosine of question and sentence embeddings on the QNLI development set (Wang et al. 2019, GLUE),
+#: for SBERT-style NLI-fine-tuned BERTs with last2avg (= first-last) pooling, raw and with BERT-flow
+#: fitted on NLI sentences or on the target (QNLI) sentences. Not in
+#: ../shared/reference/published-results.md; transcribed from the paper's Table 4.
+QNLI_TABLE4: dict[str, float] = {
+    "BERT-base-NLI, last2avg": 70.30,
+    "BERT-base-NLI-flow (NLI)": 72.52,
+    "BERT-base-NLI-flow (target)": 76.17,
+    "BERT-large-NLI, last2avg": 70.41,
+    "BERT-large-NLI-flow (NLI)": 74.19,
+    "BERT-large-NLI-flow (target)": 77.09,
+}
+
+#: Gao et al. 2021 (EMNLP, "SimCSE: Simple Contrastive Learning of Sentence Embeddings",
+#: arXiv:2104.08821), section 6.3, Table 6 "Ablation studies of different pooling methods in
+#: unsupervised and supervised SimCSE": Spearman × 100 on the STS-B *development* set, BERT-base.
+#: "[CLS] w/ MLP (train)" = the MLP on [CLS] during training, removed at test time (their default
+#: for unsupervised SimCSE). Pooler → (unsupervised, supervised).
+SIMCSE_TABLE6: dict[str, tuple[float, float]] = {
+    "[CLS] w/ MLP": (81.7, 86.2),
+    "[CLS] w/ MLP (train)": (82.5, 85.8),
+    "[CLS] w/o MLP": (80.9, 86.2),
+    "First-last avg.": (81.2, 86.1),
 }
 
 

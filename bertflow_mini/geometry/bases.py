@@ -83,6 +83,19 @@ def interpolate_basis(B: np.ndarray, s: float) -> np.ndarray:
     return M
 
 
+def cosines_along_path(B: np.ndarray, points: dict[str, np.ndarray], s_values) -> pd.DataFrame:
+    """True cosine of every pair of ``points`` (coordinates) in the basis
+    :func:`interpolate_basis` ``(B, s)``, one row per ``s``: the static version of the animation.
+    Coordinate cosine never changes along the path (the coordinates do not)."""
+    pairs = list(itertools.combinations(points, 2))
+    rows = {}
+    for s in s_values:
+        M = interpolate_basis(B, float(s))
+        G = M.T @ M
+        rows[float(s)] = {f"{p}, {q}": gram_cosine(points[p], points[q], G) for p, q in pairs}
+    return pd.DataFrame(rows).T.rename_axis("s")
+
+
 # ----------------------------------------------------------------------------- neighbours
 def cosine_neighbours(vectors: np.ndarray, queries: np.ndarray, k: int = 10) -> np.ndarray:
     """Indices of the ``k`` rows of ``vectors`` with the highest cosine to each row ``queries[i]``

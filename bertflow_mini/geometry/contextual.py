@@ -36,3 +36,28 @@ def token_states(encoder: Encoder, sentences: Sequence[str], max_length: int = 1
         keep = (batch["attention_mask"].bool() & ~torch.isin(batch["input_ids"], special.to(encoder.device)))
         chunks.append(torch.stack([h[keep] for h in hidden]).float().cpu())
     return torch.cat(chunks, dim=1).numpy()
+
+
+def sentence_token_ids(tokenizer, sentences: Sequence[str], max_length: int = 128) -> list[np.ndarray]:
+    """The word-piece ids of each sentence as the encoder sees it, special tokens left out."""
+    if isinstance(sentences, str) or len(sentences) == 0:
+        raise ValueError("sentences must be a non-empty list of strings")
+    ids = tokenizer(list(sentences), truncation=True, max_length=max_length, add_special_tokens=False)
+    return [np.asarray(i, dtype=np.int64) for i in ids["input_ids"]]
+
+
+def input_embedding_average(E: np.ndarray, token_ids: Sequence[np.ndarray],
+                            offset: np.ndarray | None = None) -> np.ndarray:
+    """Each sentence as the plain mean of its tokens' rows of the input-embedding matrix ``E``
+    (no position embedding, no LayerNorm, no layer): the sentence-level view of word-level
+    geometry. ``offset`` (a vector of E's width) is subtracted from every row first, e.g. the
+    vocabulary's common mean. A sentence with no token is an error."""
+    E = np.asarray(E, dtype=np.float64)
+    if E.ndim != 2 or not np.isfinite(E).all():
+        raise ValueError(f"E must be a finite 2-D matrix, got shape {E.shape}")
+    shift = np.zeros(E.shape[1]) if offset is None else np.asarray(offset, dtype=np.float64)
+    if shift.shape != (E.shape[1],):
+        raise ValueError(f"offset must have shape ({E.shape[1]},), got {shift.shape}")
+    if any(len(ids) == 0 for ids in token_ids):
+        raise ValueError("a sentence has no tokens")
+    return np.stack([E[ids].mean(axis=0) - shift for ids in token_ids])

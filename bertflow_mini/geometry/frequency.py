@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ import scipy.stats
 import torch
 
 from bertflow_mini._checks import check_matrix
+from bertflow_mini.encoders.checkpoints import checkpoint_token_counts
 
 # ----------------------------------------------------------------------------- which tokens are words
 
@@ -341,6 +343,27 @@ def norm_by_corpus_count(
             "tokens": int(m.sum()),
             "norm before": float(np.linalg.norm(E_init[rows][m], axis=1).mean()),
             "norm after": float(np.linalg.norm(E[rows][m], axis=1).mean()),
+            "displacement norm": float(np.linalg.norm(D[m], axis=1).mean()),
             "displacements' mean cosine": float((total @ total - m.sum()) / (m.sum() * (m.sum() - 1))),
         }
     return pd.DataFrame(out).T.rename_axis("corpus count")
+
+
+#: Words in BERT's pretraining corpus: BooksCorpus (800 M) + English Wikipedia (2,500 M), Devlin et al. 2019.
+BERT_CORPUS_WORDS = 3_300_000_000
+
+
+def token_counts(model: str, vocab: Sequence[str], corpus_words: float = BERT_CORPUS_WORDS
+                 ) -> tuple[np.ndarray, str]:
+    """How often each token of ``vocab`` occurred in ``model``'s pretraining corpus, and what that
+    number is: the counts a checkpoint pretrained by this package carries (``scratch-bert``), else an
+    *estimate* for any other model — wordfreq's frequency × ``corpus_words``, rounded (0 for the
+    tokens wordfreq does not know, which then count as never seen)."""
+    try:
+        counts = checkpoint_token_counts(model)
+    except FileNotFoundError:
+        estimate = np.rint(word_frequencies(list(vocab)) * corpus_words)
+        return estimate, f"estimated: wordfreq frequency x {corpus_words:,.0f} words"
+    if len(counts) != len(vocab):
+        raise ValueError(f"{model}'s token counts cover {len(counts)} tokens, the vocabulary has {len(vocab)}")
+    return counts, f"{model}'s pretraining-corpus counts"

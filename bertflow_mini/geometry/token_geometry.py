@@ -43,6 +43,7 @@ class OutputLayer:
     bias: np.ndarray  # (V,): the decoder's output bias b_x
     counts: np.ndarray  # (V,): how often x occurs in the training corpus
     special: np.ndarray  # (V,) bool: [PAD], [UNK], [CLS], [SEP], [MASK] — left out of every measure
+    counts_from: str = "the training corpus"  # or an estimate: see :func:`token_counts`
 
     @property
     def seen(self) -> np.ndarray:
@@ -65,21 +66,77 @@ def output_layer(model, counts: np.ndarray, special_ids: Sequence[int], name: st
         raise ValueError(f"counts must have one entry per token ({E.shape[0]}), got shape {counts.shape}")
     special = np.zeros(len(counts), dtype=bool)
     special[list(special_ids)] = True
-    return OutputLayer(name=name, embeddings=E.detach().double().numpy().copy(),
-                       bias=model.cls.predictions.bias.detach().double().numpy().copy(),
+    return OutputLayer(name=name, embeddings=E.detach().double().cpu().numpy().copy(),
+                       bias=model.cls.predictions.bias.detach().double().cpu().numpy().copy(),
                        counts=counts, special=special)
 
 
+#: Words in BERT's pretraining corpus (BooksCorpus 800 M + English Wikipedia 2,500 M; Devlin et al. 2019)
+BERT_CORPUS_WORDS = 3_300_000_000
+ESTIMATED = "wordfreq × 3.3 B words (an estimate: the model's corpus counts are not published)"
+
+
+def token_counts(name: str, tokenizer=None) -> tuple[np.ndarray, str]:
+    """(count per token id, where the counts come from) for checkpoint ``name``.
+
+    Checkpoints pretrained by :mod:`bertflow_mini.encoders.pretrain` carry their corpus' exact counts.
+    For any other model the counts are *estimated*: ``wordfreq``'s English frequency of the token
+    (``##`` stripped) times :data:`BERT_CORPUS_WORDS`, rounded; ``[unused…]`` tokens, which BERT's
+    vocabulary reserves and its corpus never contains, count 0. An estimate, so the chapter says so.
+    """
+    from bertflow_mini.encoders.checkpoints import checkpoint_token_counts
+
+    try:
+        return checkpoint_token_counts(name), "the training corpus"
+    except FileNotFoundError:
+        pass
+    from bertflow_mini.geometry.frequency import word_frequencies
+
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        from bertflow_mini.encoders.names import resolve_model
+
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model(name))
+    tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    words = [t.removeprefix("##") for t in tokens]
+    counts = np.rint(word_frequencies(words) * BERT_CORPUS_WORDS).astype(np.int64)
+    counts[[t.startswith("[unused") for t in tokens]] = 0
+    return counts, ESTIMATED
+
+
 def load_output_layer(name: str) -> OutputLayer:
-    """:func:`output_layer` of a checkpoint pretrained by :mod:`bertflow_mini.encoders.pretrain`
-    (``"scratch-bert@25"``, …), with the counts saved beside it."""
+    """:func:`output_layer` of a checkpoint by name (``"scratch-bert@25"``, a MultiBERTs step, …),
+    with its :func:`token_counts` (exact for the book's checkpoints, estimated for others)."""
     from transformers import AutoTokenizer
 
-    from bertflow_mini.encoders.checkpoints import checkpoint_token_counts, load_mlm
+    from bertflow_mini.encoders.checkpoints import load_mlm
     from bertflow_mini.encoders.names import resolve_model
 
-    special = AutoTokenizer.from_pretrained(resolve_model(name)).all_special_ids
-    return output_layer(load_mlm(name), checkpoint_token_counts(name), special, name=name)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(name))
+    counts, source = token_counts(name, tokenizer)
+    layer = output_layer(load_mlm(name), counts, tokenizer.all_special_ids, name=name)
+    layer.counts_from = source
+    return layer
+
+
+def checkpoint_step(name: str) -> int | None:
+    """The pretraining step of a checkpoint along :func:`~bertflow_mini.encoders.checkpoints_along_training`:
+    the book's recipe for ``scratch-bert@p``, the name for MultiBERTs (``…-step_20k`` → 20,000);
+    None where it is not known (a released model, an ``@0`` control counts as 0)."""
+    import json
+    import re
+
+    from bertflow_mini.encoders import pretrain
+
+    percent = pretrain.parse_name(name)
+    if percent is not None:
+        recipe = json.loads((pretrain.checkpoint(pretrain.NAME) / "recipe.json").read_text())["recipe"]
+        return round(recipe["steps"] * percent / 100)
+    found = re.search(r"step_(\d+)k$", name)
+    if found:
+        return int(found.group(1)) * 1000
+    return 0 if name.endswith("@0") else None
 
 
 def top_singular_share(E: np.ndarray, k: int = 1) -> float:
@@ -151,9 +208,11 @@ def softmax_inputs(model, tokenizer, sentences: Sequence[str], max_length: int =
         raise ValueError("softmax_inputs needs at least one sentence")
     batch = tokenizer(list(sentences), padding=True, truncation=True, max_length=max_length,
                       return_tensors="pt")
+    device = next(model.parameters()).device
+    batch = {k: v.to(device) for k, v in batch.items()}
     last = model.bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
     h = model.cls.predictions.transform(last)
-    return h[batch["attention_mask"].bool()].double().numpy()
+    return h[batch["attention_mask"].bool()].double().cpu().numpy()
 
 
 def negative_direction_share(W: np.ndarray, H: np.ndarray) -> float:
