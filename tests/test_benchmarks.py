@@ -3,6 +3,7 @@ table. They check that the scripts still work with the package, not how fast any
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 from types import ModuleType
@@ -90,3 +91,30 @@ def test_bench_pretrain_smoke(mini_data, monkeypatch, capsys, tmp_path):
         assert set(seed["last-avg"]) == {"none", "whitening", "flow"}
     with pytest.raises(SystemExit, match="no recipe field 'depth'"):
         load("bench_pretrain").main(["--only", "story", "--set", "depth=3"])
+
+
+def test_bench_controls_smoke(mini_data, monkeypatch, capsys, tmp_path, one_torch_thread):
+    """benchmarks/bench_controls.py on the mini mirror: a random BERT-Tiny, 2 init seeds, then the
+    baselines; every cell lands in the results file once, and a rerun computes nothing."""
+    from conftest import TOKENIZER_DIR, need
+
+    need(TOKENIZER_DIR)
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    bench = load("bench_controls")
+    results = tmp_path / "controls.json"
+    args = ["--shapes", "tiny", "--seeds", "0", "1", "--tasks", "STSB", "--methods", "none", "whitening",
+            "--results", str(results)]
+    bench.main(args)
+    out = capsys.readouterr().out
+    records = json.loads(results.read_text())["records"]
+    assert len(records) == 2 * 2 * 2  # seeds x poolings x methods
+    assert {r["model"] for r in records} == {"bert-tiny@0", "bert-tiny@0-seed1"}
+    assert "last-avg: Spearman x 100, mean ± sd over init seeds" in out
+    bench.main(args)
+    assert "('bert-tiny', 'hf', 0" in out
+    assert "('bert-tiny'" not in capsys.readouterr().out  # a rerun scores (and prints) no cell again
+    bench.main(["--baselines", "--shapes", "tiny", "--tasks", "STSB", "--results", str(results)])
+    shapes = {r["shape"] for r in json.loads(results.read_text())["records"]}
+    assert {"random Gaussian vectors, width 128", "word-embedding rows of bert-tiny@0",
+            "input-embedding output (hidden_states[0]) of bert-tiny@0",
+            "IDF-weighted word overlap (IDF over the dataset's sentences)"} <= shapes

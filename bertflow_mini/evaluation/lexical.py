@@ -5,9 +5,15 @@ validation pairs they correlate (Spearman) each similarity with the pair's edit 
 with the gold score (their Table 6, :data:`bertflow_mini.evaluation.published.LEXICAL_TABLE6`). The paper does
 not say whether the distance counts characters or words; words reproduce its gold row (a cell of the
 table that depends on the data only), characters do not, so words it is.
+
+Also the baselines with no semantics that explain the random-init control's strength:
+:func:`idf_overlap` (IDF-weighted word overlap), :func:`bag_of_vectors` of a network's input-embedding
+rows or of :func:`random_token_vectors`, scored raw and whitened by :func:`score_vectors`.
 """
 from __future__ import annotations
 
+import math
+import re
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -50,3 +56,114 @@ def lexical_table(
         for name, sim in rows.items()
     }
     return pd.DataFrame(table).T
+
+
+# --------------------------------------------------------------------------------------------
+# Baselines with no semantics: what a random network's whitened average already is
+# --------------------------------------------------------------------------------------------
+# A random BERT's vectors, whitened, score about as well as a pretrained one on STS (benchmarks/
+# bench_controls.py). Three baselines say why, each knowing only *which* words two sentences share:
+#
+# * the random network's own input-embedding rows, averaged per sentence (no layer at all);
+# * a bag of random vectors: one seeded Gaussian vector per token id, averaged per sentence: nearly
+#   orthogonal in high dimension, so cosine counts shared tokens, and whitening divides out the
+#   directions of frequent tokens, which acts like IDF weighting;
+# * IDF-weighted word overlap: the same thing written out with no vectors at all.
+#
+# None of them can tell that two *different* words mean the same: that is what pretraining must add.
+
+
+def _word_set(sentence: str) -> set[str]:
+    """The word set of :func:`bertflow_mini.evaluation.sts.word_overlap`: lower-cased runs of letters
+    and digits."""
+    return set(re.findall(r"[^\W_]+", sentence.lower()))
+
+
+def idf_weights(sentences: Sequence[str]) -> dict[str, float]:
+    """Inverse document frequency of each word over ``sentences`` (each sentence a document):
+    ``log((1 + N) / (1 + df)) + 1``, the smoothed form (never 0, defined for every word seen)."""
+    df: dict[str, int] = {}
+    for s in sentences:
+        for w in _word_set(s):
+            df[w] = df.get(w, 0) + 1
+    n = len(sentences)
+    return {w: math.log((1 + n) / (1 + d)) + 1 for w, d in df.items()}
+
+
+def idf_overlap(
+    sent1: Sequence[str], sent2: Sequence[str], idf: dict[str, float] | None = None
+) -> np.ndarray:
+    """IDF-weighted Jaccard of the word sets: ``Σ_{w∈A∩B} idf(w) / Σ_{w∈A∪B} idf(w)``.
+
+    ``idf`` defaults to :func:`idf_weights` of the pairs' own sentences; a word it lacks gets the
+    largest weight it holds (a word never seen is as rare as the rarest). With every weight equal
+    this is :func:`~bertflow_mini.evaluation.sts.word_overlap`. Two empty sentences score 0."""
+    if len(sent1) != len(sent2):
+        raise ValueError(f"sent1 and sent2 must be equally long, got {len(sent1)} and {len(sent2)}")
+    idf = idf_weights(list(sent1) + list(sent2)) if idf is None else idf
+    rare = max(idf.values(), default=1.0)
+    out = np.zeros(len(sent1))
+    for i, (a, b) in enumerate(zip(sent1, sent2)):
+        A, B = _word_set(a), _word_set(b)
+        union = sum(idf.get(w, rare) for w in A | B)
+        out[i] = sum(idf.get(w, rare) for w in A & B) / union if union > 0 else 0.0
+    return out
+
+
+def token_ids(sentences: Sequence[str], tokenizer, max_length: int = 512) -> list[list[int]]:
+    """The wordpiece ids of each sentence, without [CLS] and [SEP] (what the sentence *says*)."""
+    encoded = tokenizer(list(sentences), add_special_tokens=False, truncation=True, max_length=max_length)
+    return [list(ids) for ids in encoded["input_ids"]]
+
+
+def random_token_vectors(ids: Sequence[int], dim: int, seed: int = 0) -> np.ndarray:
+    """One standard Gaussian vector of width ``dim`` per token id, drawn from a generator seeded by
+    ``(seed, id)``: the same id always gets the same vector, whatever else is asked for."""
+    if dim < 1:
+        raise ValueError(f"dim must be positive, got {dim}")
+    out = np.empty((len(ids), dim), dtype=np.float64)
+    for row, i in enumerate(ids):
+        out[row] = np.random.default_rng([seed, int(i)]).standard_normal(dim)
+    return out
+
+
+def bag_of_vectors(ids: Sequence[Sequence[int]], table) -> np.ndarray:
+    """Each sentence's mean of ``table`` rows over its token ids: ``table`` is an ``(vocab, d)`` array
+    (a network's input-embedding matrix) or a callable ``ids -> (len(ids), d)`` (e.g.
+    :func:`random_token_vectors`). A sentence with no tokens is the zero vector."""
+    lookup = table if callable(table) else (lambda rows: np.asarray(table)[list(rows)])
+    vocab = sorted({i for sent in ids for i in sent})
+    vectors = np.asarray(lookup(vocab), dtype=np.float64)
+    if vectors.ndim != 2 or len(vectors) != len(vocab):
+        raise ValueError(f"the table gave shape {vectors.shape} for {len(vocab)} ids")
+    if not np.isfinite(vectors).all():
+        raise ValueError("the table holds NaN or infinity")
+    where = {i: r for r, i in enumerate(vocab)}
+    out = np.zeros((len(ids), vectors.shape[1]))
+    for row, sent in enumerate(ids):
+        if len(sent):
+            out[row] = vectors[[where[i] for i in sent]].mean(0)
+    return out
+
+
+def score_vectors(task: str, embed, methods: Sequence[str] = ("none", "whitening"),
+                  fit: str = "target") -> dict[str, float]:
+    """Spearman × 100 (``wmean``) of ``task``'s test pairs for any ``embed(sentences) -> (n, d)``,
+    raw and after each post-processor fitted on ``fit``'s sentences, as
+    :class:`~bertflow_mini.evaluation.reproduce.Evaluation` does for a network."""
+    from bertflow_mini.data import load_sts
+    from bertflow_mini.evaluation.reproduce import fitting_sentences, make_postprocessor
+    from bertflow_mini.evaluation.sts import cosine_scores, score_similarities
+
+    pairs = load_sts(task, "test")
+    a, b = embed(list(pairs.sent1)), embed(list(pairs.sent2))
+    fit_on = [s for _, sents in fitting_sentences(task, fit) for s in sents]
+    out = {}
+    for method in methods:
+        post = make_postprocessor(method)
+        x, y = a, b
+        if post is not None:
+            post.fit(embed(fit_on))
+            x, y = post.transform(a), post.transform(b)
+        out[method] = score_similarities(pairs, cosine_scores(x, y)).wmean
+    return out

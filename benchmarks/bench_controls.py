@@ -1,0 +1,311 @@
+"""Random-init controls at every BERT shape, and the baselines that explain them. Asserts nothing.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_controls.py --shapes bert-base --seeds 0 1 2 --tasks STSB
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_controls.py --shapes tiny mini small medium
+    .venv/bin/python benchmarks/bench_controls.py --init trunc --shapes bert-base --seeds 0 --tasks STSB
+    .venv/bin/python benchmarks/bench_controls.py --baselines --tasks STSB      # item 4: why it is strong
+    .venv/bin/python benchmarks/bench_controls.py --earned --methods none whitening   # the shared table
+    .venv/bin/python benchmarks/bench_controls.py --show                        # print what is saved
+
+1. controls: ``<shape>@0-seedS`` (Hugging Face's initialiser: normal(0, 0.02) weights, zero biases,
+   unit LayerNorm; ``--init trunc``: Google's truncated normal(0.02) cut at 2 sd, as TF BERT and
+   MultiBERTs' step 0) scored raw / whitening / flow on the 7 datasets, last-avg and first-last-avg,
+   post-processors fitted on the target dataset's sentences (``fit="target"``), Spearman x 100, wmean.
+   Shapes: Turc et al.'s miniatures (tiny L2/H128, mini L4/H256, small L4/H512, medium L8/H512, built
+   from bert-base's config) and bert-base (12 x 768). ``--flow-seeds`` limits the (slow) flow fits to
+   some init seeds.
+2. ``--baselines``: what a random network's whitened average already is, raw and whitened: the
+   random network's input-embedding output (``hidden_states[0]``) and its word-embedding rows averaged
+   per sentence, a bag of seeded Gaussian vectors of the same width, and IDF-weighted word overlap.
+
+3. ``--earned``: "what pretraining earns" at both scales (:mod:`bertflow_mini.evaluation.earned`):
+   published bert-base minus our random bert-base, and scratch-bert's checkpoints minus its ``@0``
+   with a paired bootstrap, written to benchmarks/results/earned.csv.
+
+Every cell is appended to benchmarks/results/controls.json as soon as it is scored (atomically, under
+a lock, so several runs can share the file); a cell already there is not recomputed. ``--show``
+prints the tables (mean ± sd over init seeds) and the "what pretraining earns" table for bert-base.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bertflow_mini._io import cache_dir  # noqa: E402
+from bertflow_mini.data import TASKS, load_sts  # noqa: E402
+from bertflow_mini.data.datasets import canonical_task  # noqa: E402
+from bertflow_mini.encoders import load_encoder  # noqa: E402
+from bertflow_mini.encoders.names import resolve_model  # noqa: E402
+from bertflow_mini.evaluation import lexical  # noqa: E402
+from bertflow_mini.evaluation.earned import CONTROLS_FILE, controls_table, earned  # noqa: E402
+from bertflow_mini.evaluation.reproduce import Evaluation  # noqa: E402
+from bertflow_mini.evaluation.sts import score_similarities  # noqa: E402
+
+SHAPES = {"tiny": "bert-tiny", "mini": "bert-mini", "small": "bert-small", "medium": "bert-medium",
+          "bert-base": "bert-base-uncased", "base": "bert-base-uncased"}
+POOLINGS = ("last-avg", "first-last-avg")
+METHODS = ("none", "whitening", "flow")
+KEY = ("shape", "init", "seed", "pooling", "method", "task")
+
+
+def shape_label(base: str) -> str:
+    return "bert-base" if base == "bert-base-uncased" else base
+
+
+# ---------------------------------------------------------------------------------------- the file
+@contextmanager
+def locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]  # never inside the repository
+    with open(Path(tempfile.gettempdir()) / f"bench-controls-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def read(path: Path) -> dict:
+    if path.is_file():
+        with open(path) as f:
+            return json.load(f)
+    return {"what": ("random-init BERT controls and no-semantics baselines: Spearman x 100 on each "
+                     "dataset's test pairs, wmean, post-processors fitted on the target dataset's own "
+                     "sentences (fit=target); 2-core AMD EPYC, OMP_NUM_THREADS=1"),
+            "command": "benchmarks/bench_controls.py (see each record's 'command')",
+            "records": []}
+
+
+def done(path: Path) -> set[tuple]:
+    return {tuple(r[k] for k in KEY) for r in read(path)["records"]}
+
+
+def save(path: Path, records: list[dict]) -> None:
+    """Append ``records`` to the file (replacing cells with the same key), atomically."""
+    with locked(path):
+        record = read(path)
+        cells = {tuple(r[k] for k in KEY): r for r in record["records"] + records}  # one per cell, newest
+        record["records"] = sorted(cells.values(), key=lambda r: tuple(str(r[k]) for k in KEY))
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+        with os.fdopen(fd, "w") as f:  # one record per line: short diffs when cells are added
+            head = {k: v for k, v in record.items() if k != "records"}
+            f.write(json.dumps(head)[:-1] + ', "records": [\n')
+            f.write(",\n".join(json.dumps(r) for r in record["records"]) + "\n]}\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------- initialisers
+def truncated_init(base: str, seed: int) -> Path:
+    """``base``'s random network with Google's initialiser: every linear and embedding weight drawn
+    from normal(0, 0.02) truncated at ±2 sd (``tf.truncated_normal_initializer(0.02)``), biases 0,
+    LayerNorm 1 / 0. Cached beside the package's own random inits."""
+    source = Path(resolve_model(f"{base}@0-seed{seed}"))
+    final = cache_dir("models") / f"{source.name.replace('@0-', '@0-trunc-')}"
+    if final.is_dir():
+        return final
+    from transformers import AutoModel
+
+    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".partial"))
+    try:
+        model = AutoModel.from_pretrained(source)
+        gen = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for module in model.modules():
+                if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+                    w = module.weight
+                    # inverse-CDF-free truncation: redraw the tail until every value is inside ±2 sd
+                    x = torch.randn(w.shape, generator=gen)
+                    bad = x.abs() > 2
+                    while bad.any():
+                        x[bad] = torch.randn(int(bad.sum()), generator=gen)
+                        bad = x.abs() > 2
+                    w.copy_(0.02 * x)
+        model.save_pretrained(staging)
+        for f in source.iterdir():
+            if f.name.startswith("tokenizer") or f.name == "special_tokens_map.json" or f.name == "vocab.txt":
+                shutil.copy(f, staging / f.name)
+        (staging / "random_init.json").write_text(json.dumps(
+            {"base": base, "seed": seed, "init": "truncated normal(0, 0.02) at 2 sd"}, indent=2) + "\n")
+        if not final.exists():
+            os.replace(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def encoder_for(base: str, seed: int, init: str):
+    if init == "trunc":
+        return load_encoder(str(truncated_init(base, seed)))
+    return load_encoder(f"{base}@0" + (f"-seed{seed}" if seed else ""))
+
+
+# ---------------------------------------------------------------------------------------- 1. controls
+def run_controls(args, command: str) -> None:
+    path = Path(args.results)
+    for shape in args.shapes:
+        base = SHAPES[shape]
+        for seed in args.seeds:
+            enc = encoder_for(base, seed, args.init)
+            ev = Evaluation(enc, progress=False)
+            for task in args.tasks:
+                for pooling in args.poolings:
+                    for method in args.methods:
+                        if method == "flow" and args.flow_seeds is not None and seed not in args.flow_seeds:
+                            continue
+                        key = (shape_label(base), args.init, seed, pooling, method, canonical_task(task))
+                        if key in done(path):
+                            continue
+                        start = time.perf_counter()
+                        score = ev.score(task, pooling, method)
+                        seconds = time.perf_counter() - start
+                        save(path, [dict(zip(KEY, key), model=enc.name, score=round(score.wmean, 4),
+                                         all=round(score.all, 4), fit="target", aggregation="wmean",
+                                         seconds=round(seconds, 1), command=command)])
+                        print(f"{key}: {score.wmean:.2f}  ({seconds:.0f} s)", flush=True)
+
+
+# ---------------------------------------------------------------------------------------- 2. baselines
+def run_baselines(args, command: str) -> None:
+    """Item 4 of the issue: the random network's input embeddings, a bag of random vectors, IDF overlap."""
+    path = Path(args.results)
+    records = []
+    for shape in args.shapes:
+        base = SHAPES[shape]
+        enc = encoder_for(base, 0, args.init)
+        table = enc.model.get_input_embeddings().weight.detach().double().numpy()
+        ev = Evaluation(enc, progress=False)
+        d = table.shape[1]
+        for task in args.tasks:
+            task = canonical_task(task)
+            embedders = {
+                f"word-embedding rows of {shape_label(base)}@0": lambda s, tok=enc.tokenizer, t=table:
+                    lexical.bag_of_vectors(lexical.token_ids(s, tok), t),
+                f"random Gaussian vectors, width {d}": lambda s, tok=enc.tokenizer, d=d: lexical.bag_of_vectors(
+                    lexical.token_ids(s, tok), lambda ids: lexical.random_token_vectors(ids, d, 0)),
+            }
+            for name, embed in embedders.items():
+                for method, score in lexical.score_vectors(task, embed).items():
+                    records.append({"shape": name, "init": args.init, "seed": 0, "pooling": "bag", "method": method,
+                                    "task": task, "model": name, "score": round(score, 4)})
+            if args.tasks and "layer0" not in args.skip:
+                for method in ("none", "whitening"):
+                    s = ev.score(task, (0,), method).wmean
+                    records.append({"shape": f"input-embedding output (hidden_states[0]) of {shape_label(base)}@0",
+                                    "init": args.init, "seed": 0, "pooling": "(0,)", "method": method,
+                                    "task": task, "model": enc.name, "score": round(s, 4)})
+            print(f"{shape} {task}: done", flush=True)
+    for task in args.tasks:
+        pairs = load_sts(task, "test")
+        idf = lexical.idf_weights(ev.sentences(task))
+        score = score_similarities(pairs, lexical.idf_overlap(pairs.sent1, pairs.sent2, idf)).wmean
+        records.append({"shape": "IDF-weighted word overlap (IDF over the dataset's sentences)", "init": "-",
+                        "seed": 0, "pooling": "-", "method": "none", "task": canonical_task(task),
+                        "model": "-", "score": round(score, 4)})
+    for r in records:
+        r.update(fit="target", aggregation="wmean", command=command)
+    save(path, records)
+
+
+# ---------------------------------------------------------------------------------------- 3. earned
+EARNED_FILE = CONTROLS_FILE.with_name("earned.csv")
+
+
+def run_earned(args, command: str) -> None:
+    """Both scales of the shared table, written atomically to ``earned.csv`` (one header comment line)."""
+    tables = [earned("bert-base-uncased", args.tasks, args.poolings, args.methods, controls=Path(args.results)),
+              earned("scratch-bert", args.tasks, args.poolings, args.methods, controls=Path(args.results))]
+    table = pd.concat(tables, ignore_index=True)
+    out = Path(args.earned_file)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"# {command}\n")
+        table.to_csv(f, index=False, float_format="%.4f")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, out)
+    show_earned(table)
+    print(f"written: {out}")
+
+
+def show_earned(table: pd.DataFrame) -> None:
+    t = table[table["task"].isin(["STSB", "Avg."])]
+    cols = ["model", "checkpoint", "pooling", "method", "task", "pretrained", "control", "control_sd", "earned",
+            "low", "high", "pretrained_sd"]
+    with pd.option_context("display.width", 250, "display.max_rows", 500):
+        print("\nwhat pretraining earns (Spearman x 100; low/high: 95% paired bootstrap, ours vs ours)")
+        print(t[cols].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+
+
+# ---------------------------------------------------------------------------------------- printing
+def show(path: Path) -> None:
+    table = controls_table(path)
+    if table.empty:
+        print("nothing saved yet")
+        return
+    with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 70):
+        for pooling in sorted(set(table["pooling"])):
+            t = table[table["pooling"] == pooling]
+            grouped = t.groupby(["shape", "init", "method", "task"])["score"]
+            cells = grouped.agg(["mean", "std", "count"])
+            text = cells.apply(lambda r: f"{r['mean']:.2f}" + (f" ± {r['std']:.2f}" if r["count"] > 1 else "")
+                               + (f" (n={int(r['count'])})" if r["count"] != 3 else ""), axis=1)
+            wide = text.unstack("task")
+            wide = wide[[c for c in TASKS if c in wide.columns]]
+            per_seed = t[t["task"].isin(TASKS)].groupby(["shape", "init", "method", "seed"])["score"].agg(["mean", "count"])
+            full = per_seed[per_seed["count"] == len(TASKS)].groupby(["shape", "init", "method"])["mean"]
+            avg = full.agg(["mean", "std", "count"])
+            wide["Avg."] = "" if avg.empty else avg.apply(lambda r: f"{r['mean']:.2f}" + (f" ± {r['std']:.2f}" if r["count"] > 1 else "")
+                                     + (f" (n={int(r['count'])})" if r["count"] != 3 else ""),
+                                     axis=1).reindex(wide.index)
+            what = {"bag": "baselines: a bag of vectors per sentence", "-": "baseline: no vectors",
+                    "(0,)": "baseline: the random network's input-embedding output"}.get(pooling, pooling)
+            print(f"\n{what}: Spearman x 100, mean ± sd over init seeds (n=3 unless shown)")
+            print(wide.astype(object).fillna("").to_string())
+        print("\nwhat pretraining earns, bert-base: published pretrained minus our random init (mean of seeds)")
+        e = earned("bert-base-uncased", controls=path)
+        e = e[e["task"].isin(["STSB", "Avg."])]
+        print(e[["pooling", "method", "task", "pretrained", "control", "control_sd", "control_seeds", "earned",
+                 "pretrained_source"]].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shapes", nargs="+", default=["tiny", "mini", "small", "medium", "bert-base"], choices=SHAPES)
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--tasks", nargs="+", default=list(TASKS))
+    p.add_argument("--poolings", nargs="+", default=list(POOLINGS))
+    p.add_argument("--methods", nargs="+", default=list(METHODS))
+    p.add_argument("--flow-seeds", nargs="+", type=int, default=None, help="fit the flow for these init seeds only")
+    p.add_argument("--init", choices=["hf", "trunc"], default="hf")
+    p.add_argument("--baselines", action="store_true", help="item 4: the no-semantics baselines instead")
+    p.add_argument("--skip", nargs="*", default=[], help="baselines to skip: layer0")
+    p.add_argument("--earned", action="store_true", help="write the what-pretraining-earns table")
+    p.add_argument("--earned-file", default=str(EARNED_FILE))
+    p.add_argument("--show", action="store_true", help="only print what is saved")
+    p.add_argument("--results", default=str(CONTROLS_FILE))
+    args = p.parse_args(argv)
+    command = "benchmarks/bench_controls.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    if args.earned:
+        return run_earned(args, command)
+    if not args.show:
+        (run_baselines if args.baselines else run_controls)(args, command)
+    show(Path(args.results))
+
+
+if __name__ == "__main__":
+    main()
