@@ -17,6 +17,7 @@ a minute, not 5 s, for a cell's last output to arrive), and keeps each chapter's
 order even if pytest-randomly is active. At the end it reports, per chapter, how far the numbers of
 tolerant cells moved, as a share of what their tolerance allows.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,13 @@ import pytest
 from nbval.kernel import RunningKernel
 from nbval.plugin import IPyNbCell
 
-from bertflow_mini.chapters.output_check import TOLERANCE_LINE, Drift, compare_cell, drift_report, parse_marker
+from bertflow_mini.chapters.output_check import (
+    TOLERANCE_LINE,
+    Drift,
+    compare_cell,
+    drift_report,
+    parse_marker,
+)
 
 # Read by every kernel nbval starts from here on (a kernel inherits this process's environment).
 os.environ["PYTHONHASHSEED"] = "0"
@@ -37,9 +44,13 @@ OUTPUT_TIMEOUT = 60
 DRIFTS = pytest.StashKey[dict[str, list[Drift]]]()
 
 
-def execute_with_history(kernel: RunningKernel, cell_input: str, allow_stdin: bool | None = None) -> str:
+def execute_with_history(
+    kernel: RunningKernel, cell_input: str, allow_stdin: bool | None = None
+) -> str:
     """nbval's ``RunningKernel.execute_cell_input`` with ``store_history=True``, as nbclient runs a cell."""
-    return kernel.kc.execute(cell_input, store_history=True, allow_stdin=allow_stdin, stop_on_error=False)
+    return kernel.kc.execute(
+        cell_input, store_history=True, allow_stdin=allow_stdin, stop_on_error=False
+    )
 
 
 RunningKernel.execute_cell_input = execute_with_history
@@ -47,30 +58,47 @@ RunningKernel.execute_cell_input = execute_with_history
 
 def pytest_configure(config: pytest.Config) -> None:
     if not config.option.nbval_kernel_name:
-        config.option.nbval_current_env = True  # this virtualenv's python, not whatever "python3" names
+        config.option.nbval_current_env = (
+            True  # this virtualenv's python, not whatever "python3" names
+        )
     config.stash[DRIFTS] = {}
 
 
-def tolerant_compare(item: IPyNbCell, test: list, ref: list, skip_compare: object = None) -> bool:
+def tolerant_compare(
+    item: IPyNbCell, test: list, ref: list, skip_compare: object = None
+) -> bool:
     """Stands in for nbval's ``IPyNbCell.compare_outputs`` on a cell with a ``# tolerance:`` line."""
-    mismatches, drifts = compare_cell({"source": item.cell.source, "outputs": ref}, {"outputs": test},
-                                      f"{item.path.name}:Cell {item.cell_num}")
+    mismatches, drifts = compare_cell(
+        {"source": item.cell.source, "outputs": ref},
+        {"outputs": test},
+        f"{item.path.name}:Cell {item.cell_num}",
+    )
     item.config.stash[DRIFTS].setdefault(item.path.name, []).extend(drifts)
-    item.comparison_traceback = [str(m) for m in mismatches]  # what nbval prints under "Cell outputs differ"
+    item.comparison_traceback = [
+        str(m) for m in mismatches
+    ]  # what nbval prints under "Cell outputs differ"
     return not mismatches
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle, if it is active
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
     cells = [item for item in items if isinstance(item, IPyNbCell)]
     in_order = iter(sorted(cells, key=lambda item: (str(item.path), item.cell_num)))
-    items[:] = [next(in_order) if isinstance(item, IPyNbCell) else item for item in items]
+    items[:] = [
+        next(in_order) if isinstance(item, IPyNbCell) else item for item in items
+    ]
     for item in cells:
         item.output_timeout = OUTPUT_TIMEOUT
         try:
             checked = parse_marker(item.cell.source) is not None
-        except ValueError as err:  # a misspelt tolerance must not fall back to another check
-            raise pytest.UsageError(f"{item.path.name}:Cell {item.cell_num}: {err}") from None
+        except (
+            ValueError
+        ) as err:  # a misspelt tolerance must not fall back to another check
+            raise pytest.UsageError(
+                f"{item.path.name}:Cell {item.cell_num}: {err}"
+            ) from None
         if checked and TOLERANCE_LINE.search(item.cell.source):
             item.compare_outputs = partial(tolerant_compare, item)
 
