@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Hashable, Sequence
+from collections import Counter
+from typing import Hashable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -79,15 +80,21 @@ def _word_set(sentence: str) -> set[str]:
     return set(re.findall(r"[^\W_]+", sentence.lower()))
 
 
+def document_idf(documents: Sequence[Iterable[Hashable]], *, smooth: bool = True,
+                 plus_one: bool = False) -> dict[Hashable, float]:
+    """Inverse document frequency of each item over ``documents`` (an item counts once per document):
+    ``log((N + 1) / (df + 1))`` when ``smooth`` (Zhang et al.'s BERTScore form), else ``log(N / df)``;
+    ``plus_one`` adds 1, so no item seen weighs 0."""
+    df = Counter(item for doc in documents for item in set(doc))
+    n = len(documents)
+    return {item: (math.log((n + 1) / (d + 1)) if smooth else math.log(n / d)) + (1 if plus_one else 0)
+            for item, d in df.items()}
+
+
 def idf_weights(sentences: Sequence[str]) -> dict[str, float]:
     """Inverse document frequency of each word over ``sentences`` (each sentence a document):
     ``log((1 + N) / (1 + df)) + 1``, the smoothed form (never 0, defined for every word seen)."""
-    df: dict[str, int] = {}
-    for s in sentences:
-        for w in _word_set(s):
-            df[w] = df.get(w, 0) + 1
-    n = len(sentences)
-    return {w: math.log((1 + n) / (1 + d)) + 1 for w, d in df.items()}
+    return document_idf([_word_set(s) for s in sentences], plus_one=True)
 
 
 def idf_overlap(

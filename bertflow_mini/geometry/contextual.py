@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from bertflow_mini.encoders.encoder import Encoder
+from bertflow_mini.evaluation import lexical
 
 
 @torch.no_grad()
@@ -42,8 +43,7 @@ def sentence_token_ids(tokenizer, sentences: Sequence[str], max_length: int = 12
     """The word-piece ids of each sentence as the encoder sees it, special tokens left out."""
     if isinstance(sentences, str) or len(sentences) == 0:
         raise ValueError("sentences must be a non-empty list of strings")
-    ids = tokenizer(list(sentences), truncation=True, max_length=max_length, add_special_tokens=False)
-    return [np.asarray(i, dtype=np.int64) for i in ids["input_ids"]]
+    return [np.asarray(i, dtype=np.int64) for i in lexical.token_ids(sentences, tokenizer, max_length)]
 
 
 def input_embedding_average(E: np.ndarray, token_ids: Sequence[np.ndarray],
@@ -60,4 +60,4 @@ def input_embedding_average(E: np.ndarray, token_ids: Sequence[np.ndarray],
         raise ValueError(f"offset must have shape ({E.shape[1]},), got {shift.shape}")
     if any(len(ids) == 0 for ids in token_ids):
         raise ValueError("a sentence has no tokens")
-    return np.stack([E[ids].mean(axis=0) - shift for ids in token_ids])
+    return lexical.bag_of_vectors(token_ids, E) - shift

@@ -24,8 +24,6 @@ drop them too and take IDF from the sentences being scored, both sides (no label
 """
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +31,7 @@ import numpy as np
 import torch
 
 from bertflow_mini._checks import check_matrix
+from bertflow_mini.evaluation.lexical import document_idf
 
 
 # ---------------------------------------------------------------------------------------- Mahalanobis
@@ -139,9 +138,7 @@ def idf_weights(ids: Sequence[np.ndarray], smooth: bool = True) -> dict[int, flo
     """IDF of each token id over the "documents" ``ids``: ``log((M + 1) / (df + 1))`` (Zhang et al.'s)."""
     if len(ids) == 0:
         raise ValueError("idf_weights needs at least one sentence")
-    df = Counter(t for doc in ids for t in set(doc.tolist()))
-    m = len(ids)
-    return {t: math.log((m + 1) / (n + 1)) if smooth else math.log(m / n) for t, n in df.items()}
+    return document_idf([doc.tolist() for doc in ids], smooth=smooth)
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
