@@ -23,7 +23,6 @@ Defined for Chapter 1 (``book/01-mlm-and-pmi.ipynb``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np

@@ -41,7 +41,6 @@ from bertflow_mini.encoders import pretrain, simcse
 from bertflow_mini.encoders.encoder import Encoder, default_device, load_from, load_glove_encoder, weights_fingerprint
 from bertflow_mini.encoders.sources import (
     MODELS_ENV,
-    folder_or_hub,
     hub_id,
     hub_options,
     hub_reachable,

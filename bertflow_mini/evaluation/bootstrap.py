@@ -125,7 +125,8 @@ def resampled_scores(
     return _weighted_scores(checked, gold, draws)
 
 
-def _interval(observed: float, diffs: np.ndarray, level: float) -> PairedDifference:
+def percentile_interval(observed: float, diffs: np.ndarray, level: float) -> PairedDifference:
+    """``observed`` with the ``level`` percentile interval of the finite bootstrap ``diffs``."""
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, got {level}")
     diffs = diffs[np.isfinite(diffs)]
@@ -172,6 +173,6 @@ def compare(
     scores = resampled_scores({"": sims, **others}, gold, labels, n_resamples, seed)
     base = _observed(sims, gold, labels)
     return {
-        name: _interval(base - _observed(other, gold, labels), scores[""] - scores[name], level)
+        name: percentile_interval(base - _observed(other, gold, labels), scores[""] - scores[name], level)
         for name, other in others.items()
     }

@@ -42,7 +42,7 @@ import pandas as pd
 
 from bertflow_mini.data import TASKS
 from bertflow_mini.data.datasets import canonical_task
-from bertflow_mini.evaluation.bootstrap import resampled_scores
+from bertflow_mini.evaluation.bootstrap import percentile_interval, resampled_scores
 from bertflow_mini.evaluation.published import PUBLISHED
 
 __all__ = [
@@ -219,13 +219,6 @@ def _paired_draws(
     return a, b, draws["a"] - draws["b"]
 
 
-def _interval(diffs: np.ndarray, level: float) -> tuple[float, float]:
-    diffs = diffs[np.isfinite(diffs)]
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(diffs, [tail, 100 - tail])
-    return float(low), float(high)
-
-
 def earned_live(
     model: str,
     tasks: Sequence[str] = TASKS,
@@ -277,7 +270,8 @@ def earned_live(
                 if len(tasks) > 1:
                     scores["Avg."] = tuple(np.mean([v[k] for v in scores.values()], axis=0) for k in range(3))
                 for task, (a, b, diffs) in scores.items():
-                    low, high = _interval(diffs, level)
+                    interval = percentile_interval(a - b, diffs, level)
+                    low, high = interval.low, interval.high
                     p_sd, p_n = (pretrain_seed_spread(pooling, method, task, seeds_file)
                                  if model == "scratch-bert" and name == final and task in ("STSB", "Avg.")
                                  else (math.nan, 1))

@@ -16,7 +16,7 @@ A new post-processor is one entry in :data:`POSTPROCESSORS`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
