@@ -79,31 +79,35 @@ def locked(path: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def read(path: Path) -> dict:
+HEAD = {"what": ("random-init BERT controls and no-semantics baselines: Spearman x 100 on each dataset's test "
+                 "pairs, wmean, post-processors fitted on the target dataset's own sentences (fit=target); "
+                 "2-core AMD EPYC, OMP_NUM_THREADS=1"),
+        "command": "benchmarks/bench_controls.py (see each record's 'command')"}
+
+
+def read(path: Path, head: dict = HEAD) -> dict:
+    """The results file at ``path``, or an empty one with ``head``'s description."""
     if path.is_file():
         with open(path) as f:
             return json.load(f)
-    return {"what": ("random-init BERT controls and no-semantics baselines: Spearman x 100 on each "
-                     "dataset's test pairs, wmean, post-processors fitted on the target dataset's own "
-                     "sentences (fit=target); 2-core AMD EPYC, OMP_NUM_THREADS=1"),
-            "command": "benchmarks/bench_controls.py (see each record's 'command')",
-            "records": []}
+    return {**head, "records": []}
 
 
-def done(path: Path) -> set[tuple]:
-    return {tuple(r[k] for k in KEY) for r in read(path)["records"]}
+def done(path: Path, key: tuple = KEY, head: dict = HEAD) -> set[tuple]:
+    """The keys of the cells already saved."""
+    return {tuple(r[k] for k in key) for r in read(path, head)["records"]}
 
 
-def save(path: Path, records: list[dict]) -> None:
-    """Append ``records`` to the file (replacing cells with the same key), atomically."""
+def save(path: Path, records: list[dict], key: tuple = KEY, head: dict = HEAD) -> None:
+    """Append ``records`` to the file (replacing cells with the same ``key``), atomically, under a lock."""
     with locked(path):
-        record = read(path)
-        cells = {tuple(r[k] for k in KEY): r for r in record["records"] + records}  # one per cell, newest
-        record["records"] = sorted(cells.values(), key=lambda r: tuple(str(r[k]) for k in KEY))
+        record = read(path, head)
+        cells = {tuple(r[k] for k in key): r for r in record["records"] + records}  # one per cell, newest
+        record["records"] = sorted(cells.values(), key=lambda r: tuple(str(r[k]) for k in key))
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
         with os.fdopen(fd, "w") as f:  # one record per line: short diffs when cells are added
-            head = {k: v for k, v in record.items() if k != "records"}
-            f.write(json.dumps(head)[:-1] + ', "records": [\n')
+            meta = {k: v for k, v in record.items() if k != "records"}
+            f.write(json.dumps(meta)[:-1] + ', "records": [\n')
             f.write(",\n".join(json.dumps(r) for r in record["records"]) + "\n]}\n")
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)

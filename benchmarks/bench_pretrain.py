@@ -4,6 +4,10 @@
     .venv/bin/python benchmarks/bench_pretrain.py --seeds 3        # + the spread over pretraining seeds
     .venv/bin/python benchmarks/bench_pretrain.py --only speed     # only ours vs transformers.Trainer
     .venv/bin/python benchmarks/bench_pretrain.py --only story --set layers=2 --set lr=1e-3   # another recipe
+    .venv/bin/python benchmarks/bench_pretrain.py --only story --seeds 3 --set corpus=dictionary+sts \
+        --results benchmarks/results/pretrain-seeds-dictionary.json                    # the corpus probe
+    .venv/bin/python benchmarks/bench_pretrain.py --compare benchmarks/results/pretrain-seeds.json \
+        benchmarks/results/pretrain-seeds-dictionary.json                              # the corpus decision
 
 ``--seeds N`` also writes benchmarks/results/pretrain-seeds.json (chapter 6 reads it): per seed, the
 held-out loss and the 7-dataset table (raw / whitening / flow; last-avg and first-last-avg).
@@ -180,6 +184,33 @@ def seed_spread(recipes: list, command: str, path: str = RESULTS) -> None:
     print(f"written: {path}")
 
 
+def compare_seed_files(paths: list[str]) -> pd.DataFrame:
+    """Two ``--seeds N`` results side by side: mean ± sd over pretraining seeds, the difference of the
+    means (second minus first), whether it exceeds the larger seed sd, and Welch's t-test p-value."""
+    from scipy.stats import ttest_ind
+
+    if len(paths) != 2:
+        raise SystemExit(f"--compare takes two result files, got {len(paths)}")
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append(json.load(f)["seeds"])
+    rows = {}
+    for pooling in ("last-avg", "first-last-avg"):
+        for method in METHODS:
+            for col in ("STSB", "Avg."):
+                a, b = ([s[pooling][method][col] for s in run.values()] for run in runs)
+                spread = max(np.std(a, ddof=1), np.std(b, ddof=1))
+                rows[(pooling, method, col)] = {
+                    "first": f"{np.mean(a):.2f} ± {np.std(a, ddof=1):.2f}", "second": f"{np.mean(b):.2f} ± {np.std(b, ddof=1):.2f}",
+                    "second - first": np.mean(b) - np.mean(a), "larger sd": spread,
+                    "beyond the spread": "yes" if abs(np.mean(b) - np.mean(a)) > spread else "no",
+                    "Welch p": ttest_ind(b, a, equal_var=False).pvalue}
+    table = pd.DataFrame(rows).T
+    show(f"first: {paths[0]}\nsecond: {paths[1]}\n(mean ± sd over pretraining seeds, Spearman x 100)", table)
+    return table
+
+
 def parse_settings(items: list[str]) -> dict:
     """``["layers=2", "lr=1e-3"]`` → recipe overrides with the recipe's own field types."""
     kinds = {"int": int, "float": float, "str": str}
@@ -202,7 +233,11 @@ def main(argv=None) -> None:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a recipe field")
     p.add_argument("--pooling", default="last-avg")
     p.add_argument("--results", default=RESULTS, help="where --seeds N writes its JSON")
+    p.add_argument("--compare", nargs="+", metavar="RESULTS", help="only compare two --seeds result files")
     args = p.parse_args(argv)
+    if args.compare:
+        compare_seed_files(args.compare)
+        return
     changes = {"steps": args.steps, **parse_settings(args.set)}
     recipe = pretrain.with_overrides(**changes)
     print(f"recipe: {recipe}")

@@ -19,6 +19,7 @@ import pandas as pd
 
 from bertflow_mini.data import TASKS
 from bertflow_mini.data.datasets import canonical_task
+from bertflow_mini.data.corpus import CORPORA
 from bertflow_mini.encoders.names import default_model
 
 
@@ -231,8 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, kind in (("layers", int), ("hidden", int), ("heads", int), ("intermediate", int),
                        ("batch-size", int), ("lr", float), ("seed", int)):
         p.add_argument(f"--{flag}", type=kind, default=None, help="change the recipe (default: the book's)")
-    p.add_argument("--corpus", choices=["wordnet+sts", "wordnet", "sts"], default=None,
-                   help="wordnet+sts (default), or wordnet alone: no evaluation sentences, even unlabelled")
+    p.add_argument("--corpus", choices=CORPORA, default=None,
+                   help="wordnet+sts (default: gloss parts + the STS/SICK sentences); dictionary+sts (one synset per "
+                        "sequence, headwords first); wordnet or dictionary alone: no evaluation sentences, even unlabelled")
     length = p.add_mutually_exclusive_group()
     length.add_argument("--steps", type=int, default=None, help="change the recipe (default: the book's)")
     length.add_argument("--minutes", type=float, default=None,

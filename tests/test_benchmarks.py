@@ -91,6 +91,10 @@ def test_bench_pretrain_smoke(mini_data, monkeypatch, capsys, tmp_path):
         assert set(seed["last-avg"]) == {"none", "whitening", "flow"}
     with pytest.raises(SystemExit, match="no recipe field 'depth'"):
         load("bench_pretrain").main(["--only", "story", "--set", "depth=3"])
+    table = load("bench_pretrain").compare_seed_files([str(results), str(results)])  # a file against itself
+    assert (table["second - first"] == 0).all() and set(table["beyond the spread"]) == {"no"}
+    with pytest.raises(SystemExit, match="two result files"):
+        load("bench_pretrain").main(["--compare", str(results)])
 
 
 def test_bench_controls_smoke(mini_data, monkeypatch, capsys, tmp_path, one_torch_thread):
@@ -118,3 +122,28 @@ def test_bench_controls_smoke(mini_data, monkeypatch, capsys, tmp_path, one_torc
     assert {"random Gaussian vectors, width 128", "word-embedding rows of bert-tiny@0",
             "input-embedding output (hidden_states[0]) of bert-tiny@0",
             "IDF-weighted word overlap (IDF over the dataset's sentences)"} <= shapes
+
+
+def test_bench_scale_smoke(mini_data, monkeypatch, capsys, tmp_path, one_torch_thread):
+    """benchmarks/bench_scale.py with a 1-layer, 32-wide recipe on the mini mirror's STS sentences: two
+    run lengths of 4 and 8 steps, each scored beside its step 0, the figure drawn; a rerun scores nothing."""
+    from conftest import TOKENIZER_DIR, need
+
+    need(TOKENIZER_DIR)
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "cache"))
+    tiny = ["layers=1", "hidden=32", "heads=2", "intermediate=64", "positions=64", "batch_size=8"]
+    results, figure = tmp_path / "scale.json", tmp_path / "scale.png"
+    args = ["--corpus", "sts", "--steps", "4", "8", "--tasks", "STSB", "--methods", "none", "whitening",
+            "--results", str(results), "--figure", str(figure)] + [a for t in tiny for a in ("--set", t)]
+    bench = load("bench_scale")
+    bench.main(args)
+    out = capsys.readouterr().out
+    records = json.loads(results.read_text())["records"]
+    assert len(records) == 2 * 2 * 2 * 2  # run lengths x checkpoints x poolings x methods
+    assert {r["steps"] for r in records} == {4, 8} and {r["checkpoint"] for r in records} == {"pct-100", "pct-000"}
+    assert {r["sequences"] for r in records} == {32, 64}
+    assert "sts, 1 layers x 32: pretrained (pct-100) and its control (pct-000)" in out
+    assert figure.stat().st_size > 0
+    bench.main(args)
+    assert "('sts', 1, 32" not in capsys.readouterr().out  # nothing scored twice

@@ -183,3 +183,49 @@ def test_plot_earned_one_panel_per_pooling(controls):
     assert len(axes[1].containers) == 3 and len(axes[0].containers) == 1  # methods published per pooling
     with pytest.raises(ValueError, match="no rows for task 'STS99'"):
         E.plot_earned(table, "STS99")
+
+
+# ---------------------------------------------------------------------------------------- the scale curve
+def _scale_file(tmp_path, scores: dict) -> Path:
+    """A scale.json holding ``scores[(steps, seed, checkpoint, task)]`` for last-avg whitening."""
+    records = [{"corpus": "dictionary+sts", "layers": 4, "hidden": 256, "steps": steps, "seed": seed,
+                "checkpoint": checkpoint, "pooling": "last-avg", "method": "whitening", "task": task,
+                "score": score, "epochs": steps / 1000, "wordpieces": steps * 1000, "held_out_loss": 6.0}
+               for (steps, seed, checkpoint, task), score in scores.items()]
+    path = tmp_path / "scale.json"
+    path.write_text(json.dumps({"what": "test", "records": records}))
+    return path
+
+
+def test_scale_gaps_by_hand(tmp_path):
+    from bertflow_mini.data import TASKS
+
+    scores = {}
+    for seed, (trained, control) in enumerate([(64.0, 66.0), (65.0, 66.5)]):
+        for i, task in enumerate(TASKS):
+            scores[(1500, seed, "pct-100", task)] = trained + i
+            scores[(1500, seed, "pct-000", task)] = control + i
+    scores[(3000, 0, "pct-100", "STSB")] = 67.0   # one seed, one dataset: no Avg. row for it
+    scores[(3000, 0, "pct-000", "STSB")] = 66.0
+    scores[(3000, 0, "pct-100", "SICK-R")] = 70.0  # no control: dropped, not a gap against NaN
+    gaps = E.scale_gaps(E.scale_curve(_scale_file(tmp_path, scores)))
+    first = gaps[gaps["steps"] == 1500].set_index("task")
+    assert list(first.index) == [*TASKS, "Avg."]
+    assert first.loc["STSB", "gap"] == pytest.approx(np.mean([64 - 66, 65 - 66.5]))
+    assert first.loc["STSB", "gap_sd"] == pytest.approx(statistics.stdev([-2.0, -1.5]))
+    assert first.loc["Avg.", "pretrained"] == pytest.approx(np.mean([64, 65]) + np.mean(range(7)))
+    assert first.loc["Avg.", "seeds"] == 2
+    second = gaps[gaps["steps"] == 3000]
+    assert list(second["task"]) == ["STSB"] and second["gap"].item() == pytest.approx(1.0)
+    assert np.isnan(second["gap_sd"].item()) and second["wordpieces"].item() == 3_000_000
+    fig = E.plot_scale_curve(E.scale_curve(_scale_file(tmp_path, scores)), tasks=("STSB",), methods=("whitening",))
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "log" and len(ax.lines) >= 2  # the pretrained line and its control
+
+
+def test_scale_curve_rejects_nan_and_names_a_missing_file(tmp_path):
+    path = _scale_file(tmp_path, {(1500, 0, "pct-100", "STSB"): float("nan")})
+    with pytest.raises(ValueError, match="NaN"):
+        E.scale_curve(path)
+    with pytest.raises(FileNotFoundError, match="bench_scale"):
+        E.scale_curve(tmp_path / "missing.json")

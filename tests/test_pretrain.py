@@ -45,6 +45,70 @@ def test_missing_wordnet_names_the_env_var_and_the_url(tmp_path, monkeypatch):
     assert "wordnet" in str(err.value)
 
 
+def test_dictionary_has_one_entry_per_synset_and_keeps_every_gloss_word():
+    """wnstats(7WN) for WordNet 3.0: 82,115 noun, 13,767 verb, 18,156 adjective and 3,621 adverb synsets."""
+    need(WORDNET)
+    entries = corpus.dictionary_entries()
+    assert len(corpus.dictionary_entries(max_words=10**6)) == 117_659  # no entry split: one per synset
+    assert 117_659 < len(entries) < 1.02 * 117_659                       # the 0.7 % over-long ones split
+    assert "car, auto, automobile, machine, motorcar: a motor vehicle with four wheels; usually propelled by an " \
+           "internal combustion engine; he needs a car to get to work" in entries
+    bodies = [part for e in entries for part in e.split(": ", 1)[1].split("; ")]
+    # every gloss part of the wordnet corpus, in order, and nothing else (headwords with ": " are none)
+    assert bodies == [g.text for g in corpus.wordnet_glosses()]
+    too_long = [e for e in entries if len(e.split()) > corpus.ENTRY_WORDS]
+    assert too_long and all("; " not in e.split(": ", 1)[1] for e in too_long)  # only a lone over-long part
+
+
+def test_synset_counts_per_file_match_wnstats():
+    need(WORDNET)
+    per_pos = {}
+    for path, *_ in corpus._synsets(None):
+        per_pos[path.rsplit(".", 1)[-1]] = per_pos.get(path.rsplit(".", 1)[-1], 0) + 1
+    assert per_pos == {"noun": 82_115, "verb": 13_767, "adj": 18_156, "adv": 3_621}
+
+
+def _tiny_wordnet(folder, noun_lines: list[str]):
+    (folder / "wordnet").mkdir(parents=True)
+    header = "  1 This software and database is being provided to you, the LICENSEE, by Princeton\n"
+    for name in corpus.WORDNET_FILES:
+        lines = noun_lines if name == "data.noun" else []
+        (folder / "wordnet" / name).write_text(header + "".join(line + "\n" for line in lines))
+    return folder
+
+
+def test_dictionary_entries_by_hand(tmp_path):
+    root = _tiny_wordnet(tmp_path, [
+        "00000001 03 n 02 motor_vehicle 0 automotive_vehicle 0 000 | a self-propelled vehicle; \"he sold his motor vehicle\"",
+        "00000002 00 a 01 galore(ip) 0 000 | in great numbers; \"there were daffodils galore\"",
+    ])
+    assert corpus.dictionary_entries(root) == [
+        "motor vehicle, automotive vehicle: a self-propelled vehicle; he sold his motor vehicle",
+        "galore: in great numbers; there were daffodils galore"]
+    # too long for max_words: split between parts, each piece under the same headwords
+    assert corpus.dictionary_entries(root, max_words=8)[:2] == [
+        "motor vehicle, automotive vehicle: a self-propelled vehicle",
+        "motor vehicle, automotive vehicle: he sold his motor vehicle"]
+    assert corpus.corpus_sentences("dictionary", root)[0].startswith("motor vehicle, automotive vehicle: ")
+
+
+@pytest.mark.parametrize("line, message", [
+    ("00000001 03 n 03 dog 0 domestic_dog 0 000 | a member of the genus Canis", "announces 3 words but has 2"),
+    ("00000001 03 n zz dog 0 000 | a member of the genus Canis", "no hexadecimal word count"),
+    ("00000001 03 n 01 dog 0 000 a member of the genus Canis", "without ' | '"),
+])
+def test_malformed_synset_line_names_file_and_line(tmp_path, line, message):
+    root = _tiny_wordnet(tmp_path, ["00000002 03 n 01 cat 0 000 | a feline", line])
+    with pytest.raises(ValueError, match=message) as err:
+        corpus.dictionary_entries(root)
+    assert f"{tmp_path / 'wordnet' / 'data.noun'}:3" in str(err.value)  # licence line 1, cat 2, the bad one 3
+
+
+def test_unknown_corpus_lists_the_choices():
+    with pytest.raises(ValueError, match="dictionary"):
+        corpus.corpus_sentences("wikipedia")
+
+
 def test_held_out_split_is_by_content_not_position():
     sentences = [f"sentence number {i}" for i in range(20_000)]
     train, held = corpus.split_held_out(sentences, 0.02)

@@ -1,10 +1,18 @@
 """The unlabelled text the book's own BERT is pretrained on.
 
-Two sources, both plain English sentences and never a label:
+Two sources, both plain English and never a label:
 
-* **WordNet 3.0 glosses** — every synset's definitions and quoted example sentences (``wndb(5WN)``
-  format: ``offset lex_filenum ss_type w_cnt word … | gloss``; the gloss is ``;``-separated parts,
-  examples in double quotes). About 1.5 M words that are *not* the evaluation data.
+* **WordNet 3.0** (``wndb(5WN)`` format: ``offset lex_filenum ss_type w_cnt word lex_id … | gloss``;
+  the gloss is ``;``-separated parts, examples in double quotes), about 1.5 M words that are *not* the
+  evaluation data, in one of two shapes:
+
+  - ``wordnet``: every gloss part (definition or example) is a sequence of its own, and the synset's
+    words are dropped — so two synonyms never share a sequence;
+  - ``dictionary``: one sequence per synset, as a dictionary prints it — ``car, auto, automobile,
+    machine, motorcar: a motor vehicle with four wheels; usually propelled by …; he needs a car to get
+    to work``. It keeps every word of ``wordnet`` and adds the headwords, so MLM sees synonyms side by
+    side. (The 0.7 % of entries longer than :data:`ENTRY_WORDS` words are split between gloss parts,
+    each piece under the same headwords, so the 64-token window drops nothing.)
 * **The STS/SICK sentences** — every sentence of STS12–16, STS-B and SICK, without their scores.
   Training on the evaluation sentences (unlabelled) is the transductive assumption the paper's flow
   (``target`` fit) already makes; ``corpus="wordnet"`` leaves them out.
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -26,7 +35,10 @@ from bertflow_mini.data.datasets import TASKS
 from bertflow_mini.data.datasets import data_root
 
 WORDNET_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
-CORPORA = ("wordnet+sts", "wordnet", "sts")
+CORPORA = ("wordnet+sts", "wordnet", "sts", "dictionary+sts", "dictionary")
+#: A dictionary entry longer than this (in whitespace words) is split between gloss parts; at about
+#: 1.46 wordpieces per word, 40 words fit a 64-token window with its [CLS] and [SEP].
+ENTRY_WORDS = 40
 
 
 @dataclass(frozen=True)
@@ -58,22 +70,64 @@ def split_gloss(gloss: str) -> list[Gloss]:
     return out
 
 
-def _synset_glosses(path_name: str, f) -> Iterator[Gloss]:
-    for number, line in enumerate(f, start=1):
-        if line.startswith("  "):  # the licence header
-            continue
-        if " | " not in line:
-            raise ValueError(f"{path_name}:{number}: a synset line without ' | ' before its gloss")
-        yield from split_gloss(line.split(" | ", 1)[1].rstrip("\n").strip())
+def headwords(path_name: str, number: int, fields: list[str]) -> list[str]:
+    """The words of a synset line's fields (``offset lex_filenum ss_type w_cnt word lex_id …``),
+    as printed: ``motor_vehicle`` → ``motor vehicle``, the adjective markers ``(a)``, ``(p)``, ``(ip)``
+    removed."""
+    try:
+        count = int(fields[3], 16)
+    except (IndexError, ValueError):
+        raise ValueError(f"{path_name}:{number}: no hexadecimal word count in the fourth field") from None
+    words, lex_ids = fields[4:4 + 2 * count:2], fields[5:5 + 2 * count:2]
+    if count == 0 or len(lex_ids) != count or not all(re.fullmatch(r"[0-9a-f]", i) for i in lex_ids):
+        pairs = sum(1 for i in lex_ids if re.fullmatch(r"[0-9a-f]", i))
+        raise ValueError(f"{path_name}:{number}: the line announces {count} words but has {pairs} (word, lex_id) pairs")
+    return [re.sub(r"\((a|p|ip)\)$", "", w).replace("_", " ") for w in words]
+
+
+def dictionary_entry(words: list[str], parts: list[Gloss], max_words: int = ENTRY_WORDS) -> list[str]:
+    """A synset as a dictionary prints it: ``w1, w2: part; part; …`` (one string, or several under the
+    same headwords when it is longer than ``max_words``: split between parts, never inside one)."""
+    head = ", ".join(words) + ": "
+    pieces: list[list[str]] = [[]]
+    size = len(head.split())
+    for part in parts:
+        n = len(part.text.split())
+        if pieces[-1] and size + n > max_words:
+            pieces.append([])
+            size = len(head.split())
+        pieces[-1].append(part.text)
+        size += n
+    return [head + "; ".join(p) for p in pieces]
+
+
+def _synsets(root: str | Path | None) -> Iterator[tuple[str, int, str, str]]:
+    """(file, line number, the fields before the gloss, the gloss) of every synset line, in file order."""
+    folder = data_root(root, need="wordnet") / "wordnet"
+    for name in WORDNET_FILES:
+        with _open_text(folder, name) as f:
+            for number, line in enumerate(f, start=1):
+                if line.startswith("  "):  # the licence header
+                    continue
+                if " | " not in line:
+                    raise ValueError(f"{folder / name}:{number}: a synset line without ' | ' before its gloss")
+                fields, gloss = line.split(" | ", 1)
+                yield str(folder / name), number, fields, gloss.rstrip("\n").strip()
+
+
+def dictionary_entries(root: str | Path | None = None, max_words: int = ENTRY_WORDS) -> list[str]:
+    """Every synset of WordNet 3.0 as a dictionary entry (:func:`dictionary_entry`), in file order."""
+    out: list[str] = []
+    for path_name, number, fields, gloss in _synsets(root):
+        out.extend(dictionary_entry(headwords(path_name, number, fields.split()), split_gloss(gloss), max_words))
+    return out
 
 
 def wordnet_glosses(root: str | Path | None = None) -> list[Gloss]:
     """Every gloss part of WordNet 3.0's four data files, in file order (duplicates kept)."""
-    folder = data_root(root, need="wordnet") / "wordnet"
     out: list[Gloss] = []
-    for name in WORDNET_FILES:
-        with _open_text(folder, name) as f:
-            out.extend(_synset_glosses(str(folder / name), f))
+    for _, _, _, gloss in _synsets(root):
+        out.extend(split_gloss(gloss))
     return out
 
 
@@ -92,9 +146,12 @@ def corpus_sentences(corpus: str = "wordnet+sts", root: str | Path | None = None
     if corpus not in CORPORA:
         raise ValueError(f"corpus must be one of {CORPORA}, got {corpus!r}")
     sentences: dict[str, None] = {}
-    if "wordnet" in corpus:
+    source = corpus.split("+")[0]
+    if source == "wordnet":
         sentences.update(dict.fromkeys(g.text for g in wordnet_glosses(root)))
-    if "sts" in corpus:
+    elif source == "dictionary":
+        sentences.update(dict.fromkeys(dictionary_entries(root)))
+    if corpus.endswith("sts"):
         sentences.update(dict.fromkeys(sts_sentences()))
     return list(sentences)
 

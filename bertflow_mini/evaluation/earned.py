@@ -27,6 +27,10 @@ One table the chapters share, one row per (checkpoint, pooling, method, dataset)
 The ``Avg.`` rows are the mean over the datasets asked for; their interval averages each draw's
 per-dataset differences (the datasets' pairs are drawn independently).
 
+``scale_curve()`` reads scratch-bert's scale curve (``benchmarks/results/scale.json``, written by
+``benchmarks/bench_scale.py``: separate pretraining runs of growing length, each beside its own step 0),
+``scale_gaps`` turns it into pretrained-minus-control per run length, and ``plot_scale_curve`` draws it.
+
 ``plot_earned(table)`` draws it: the earned points with their intervals (ours) or ± the control's
 seed spread (published), a panel per pooling.
 """
@@ -47,7 +51,8 @@ from bertflow_mini.evaluation.published import PUBLISHED
 
 __all__ = [
     "COLUMNS", "CONTROLS_FILE", "PRETRAIN_SEEDS_FILE", "controls_table", "earned", "earned_live",
-    "earned_published", "plot_earned", "pretrain_seed_spread",
+    "earned_published", "plot_earned", "plot_scale_curve", "pretrain_seed_spread", "SCALE_FILE", "scale_curve",
+    "scale_gaps",
 ]
 
 _RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
@@ -55,6 +60,8 @@ _RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 CONTROLS_FILE = _RESULTS / "controls.json"
 #: scratch-bert's pretraining seeds (``benchmarks/bench_pretrain.py --seeds 3``).
 PRETRAIN_SEEDS_FILE = _RESULTS / "pretrain-seeds.json"
+#: scratch-bert's scale curve (``benchmarks/bench_scale.py``).
+SCALE_FILE = _RESULTS / "scale.json"
 
 METHODS = ("none", "whitening", "flow")
 POOLINGS = ("last-avg", "first-last-avg")
@@ -355,3 +362,91 @@ def plot_earned(table: pd.DataFrame, task: str = "Avg.", ax=None):
     axes[0].set_ylabel("pretrained − random init\n(Spearman × 100)")
     axes[-1].legend(fontsize=8)
     return axes
+
+
+# --------------------------------------------------------------------------------------------
+# scratch-bert's scale curve
+# --------------------------------------------------------------------------------------------
+_RUN = ["corpus", "layers", "hidden", "steps"]
+
+
+def scale_curve(path: str | Path = SCALE_FILE) -> pd.DataFrame:
+    """The scale benchmark's scores, one row per (run, seed, checkpoint, pooling, method, task);
+    ``checkpoint`` is ``pct-100`` (the trained model) or ``pct-000`` (its random initialisation)."""
+    record = _read_json(Path(path), "scratch-bert's scale curve (benchmarks/bench_scale.py)")
+    table = pd.DataFrame(record["records"])
+    if not table.empty and not np.isfinite(table["score"].to_numpy(dtype=np.float64)).all():
+        raise ValueError(f"{path}: a score is NaN or infinite")
+    return table
+
+
+def scale_gaps(curve: pd.DataFrame) -> pd.DataFrame:
+    """Per run length, pooling, method and task (+ ``Avg.``, each seed's mean over the 7 datasets where
+    it has all 7): the pretrained score, its control, and ``gap`` = pretrained − control, as the mean
+    over the seeds run (``seeds``), with the seeds' sd of the gap (``gap_sd``, NaN for one seed)."""
+    if curve.empty:
+        raise ValueError("the scale curve is empty: run benchmarks/bench_scale.py first")
+    index = _RUN + ["seed", "pooling", "method"]
+    wide = curve.pivot_table(index=index + ["task"], columns="checkpoint", values="score").dropna()
+    wide = wide.rename(columns={"pct-100": "pretrained", "pct-000": "control"}).reset_index()
+    per_seed = wide[wide["task"].isin(TASKS)].groupby(index)
+    avg = per_seed[["pretrained", "control"]].mean()[per_seed.size() == len(TASKS)].reset_index()
+    wide = pd.concat([wide, avg.assign(task="Avg.")], ignore_index=True)
+    wide["gap"] = wide["pretrained"] - wide["control"]
+    facts = curve.groupby(_RUN)[["epochs", "wordpieces", "held_out_loss"]].mean().reset_index()
+    out = (wide.groupby(_RUN + ["pooling", "method", "task"])
+           .agg(seeds=("seed", "nunique"), pretrained=("pretrained", "mean"), control=("control", "mean"),
+                gap=("gap", "mean"), gap_sd=("gap", lambda g: g.std(ddof=1) if len(g) > 1 else math.nan))
+           .reset_index().merge(facts, on=_RUN))
+    out["order"] = out["task"].map({t: i for i, t in enumerate([*TASKS, "Avg."])})
+    return out.sort_values(_RUN + ["pooling", "method", "order"]).drop(columns="order").reset_index(drop=True)
+
+
+def plot_scale_curve(curve: pd.DataFrame, tasks: Sequence[str] = ("STSB", "Avg."),
+                     methods: Sequence[str] = ("whitening", "flow")):
+    """Score against wordpieces seen (log scale, a tick at each run), a panel per (pooling, task): each
+    method's pretrained runs (a marker per corpus, joined; whiskers ± the sd of the gap over seeds,
+    where a length has several) and, in the same colour, its control — the step-0 network, the same
+    for every run of a seed — as a dotted line at its mean over the seeds measured, with a ± sd band."""
+    import matplotlib.pyplot as plt
+
+    gaps = scale_gaps(curve)
+    poolings = list(dict.fromkeys(gaps["pooling"]))
+    corpora = list(dict.fromkeys(gaps["corpus"]))
+    step0 = scale_gaps(curve.assign(steps=0, corpus="-"))  # every run's pct-000, pooled over run lengths
+    fig, axes = plt.subplots(len(poolings), len(tasks), figsize=(4.6 * len(tasks), 3.4 * len(poolings)),
+                             squeeze=False, sharex=True)
+    for row, pooling in zip(axes, poolings):
+        for ax, task in zip(row, tasks):
+            for colour, method in zip(("C0", "C1", "C2"), methods):
+                pick = (gaps["pooling"] == pooling) & (gaps["method"] == method) & (gaps["task"] == task)
+                for marker, corpus in zip("osD^", corpora):
+                    line = gaps[pick & (gaps["corpus"] == corpus)].sort_values("wordpieces")
+                    if len(line):
+                        ax.errorbar(line["wordpieces"], line["pretrained"], yerr=line["gap_sd"].fillna(0),
+                                    fmt=f"{marker}-", color=colour, capsize=3, label=f"{method}, {corpus}")
+                c = step0[(step0["pooling"] == pooling) & (step0["method"] == method) & (step0["task"] == task)]
+                per_seed = curve[(curve["checkpoint"] == "pct-000") & (curve["pooling"] == pooling)
+                                 & (curve["method"] == method)]
+                if len(c):
+                    level = c["control"].iloc[0]
+                    ax.axhline(level, ls=":", color=colour, label=f"{method}, step 0 (random init), ± sd")
+                    seeds = per_seed.groupby(["seed", "task"])["score"].first().unstack("task")
+                    seeds = seeds[[t for t in TASKS if t in seeds.columns]]
+                    column = seeds.mean(axis=1)[seeds.notna().sum(axis=1) == len(TASKS)] if task == "Avg." \
+                        else seeds.get(task, pd.Series(dtype=float))
+                    sd = column.std(ddof=1) if len(column) > 1 else math.nan
+                    if np.isfinite(sd):
+                        ax.axhspan(level - sd, level + sd, color=colour, alpha=0.12, lw=0)
+            ax.set_xscale("log")
+            ticks = sorted(set(gaps["wordpieces"]))
+            ax.set_xticks(ticks, [f"{t / 1e6:.1f} M" for t in ticks])
+            ax.minorticks_off()
+            ax.set_title(f"{pooling}, {'7-dataset mean' if task == 'Avg.' else task}")
+            ax.set_xlabel("wordpieces seen in pretraining")
+        row[0].set_ylabel("Spearman × 100")
+    drawn = [ax for ax in fig.axes if ax.get_legend_handles_labels()[0]]
+    if drawn:
+        drawn[-1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
