@@ -51,7 +51,7 @@ from bertflow_mini.data.datasets import canonical_task  # noqa: E402
 from bertflow_mini.encoders import load_encoder  # noqa: E402
 from bertflow_mini.encoders.names import resolve_model  # noqa: E402
 from bertflow_mini.evaluation import lexical  # noqa: E402
-from bertflow_mini.evaluation.earned import CONTROLS_FILE, controls_table, earned  # noqa: E402
+from bertflow_mini.evaluation.earned import CONTROLS_FILE, controls_table, earned, with_average  # noqa: E402
 from bertflow_mini.evaluation.reproduce import Evaluation  # noqa: E402
 from bertflow_mini.evaluation.sts import score_similarities  # noqa: E402
 
@@ -269,8 +269,8 @@ def show(path: Path) -> None:
                                + (f" (n={int(r['count'])})" if r["count"] != 3 else ""), axis=1)
             wide = text.unstack("task")
             wide = wide[[c for c in TASKS if c in wide.columns]]
-            per_seed = t[t["task"].isin(TASKS)].groupby(["shape", "init", "method", "seed"])["score"].agg(["mean", "count"])
-            full = per_seed[per_seed["count"] == len(TASKS)].groupby(["shape", "init", "method"])["mean"]
+            seed_means = with_average(t, ["shape", "init", "method", "seed"])
+            full = seed_means[seed_means["task"] == "Avg."].groupby(["shape", "init", "method"])["score"]
             avg = full.agg(["mean", "std", "count"])
             wide["Avg."] = "" if avg.empty else avg.apply(lambda r: f"{r['mean']:.2f}" + (f" ± {r['std']:.2f}" if r["count"] > 1 else "")
                                      + (f" (n={int(r['count'])})" if r["count"] != 3 else ""),

@@ -7,6 +7,7 @@ import json
 import statistics
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
@@ -229,3 +230,14 @@ def test_scale_curve_rejects_nan_and_names_a_missing_file(tmp_path):
         E.scale_curve(path)
     with pytest.raises(FileNotFoundError, match="bench_scale"):
         E.scale_curve(tmp_path / "missing.json")
+
+
+def test_with_average_adds_a_mean_only_where_all_seven_datasets_are():
+    from bertflow_mini.data import TASKS
+
+    rows = [{"seed": 0, "task": t, "score": float(i)} for i, t in enumerate(TASKS)]
+    rows += [{"seed": 1, "task": t, "score": 10.0} for t in TASKS[:-1]]  # seed 1 lacks one dataset
+    out = E.with_average(pd.DataFrame(rows), ["seed"])
+    avg = out[out["task"] == "Avg."]
+    assert avg["seed"].tolist() == [0] and avg["score"].item() == pytest.approx(3.0)  # mean of 0..6
+    assert len(out) == len(rows) + 1

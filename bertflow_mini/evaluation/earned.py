@@ -52,7 +52,7 @@ from bertflow_mini.evaluation.published import PUBLISHED
 __all__ = [
     "COLUMNS", "CONTROLS_FILE", "PRETRAIN_SEEDS_FILE", "controls_table", "earned", "earned_live",
     "earned_published", "plot_earned", "plot_scale_curve", "pretrain_seed_spread", "SCALE_FILE", "scale_curve",
-    "scale_gaps",
+    "scale_gaps", "with_average",
 ]
 
 _RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
@@ -91,6 +91,14 @@ def _read_json(path: Path, what: str) -> dict:
         return json.load(f)
 
 
+def with_average(table: pd.DataFrame, by: Sequence[str], values: Sequence[str] = ("score",)) -> pd.DataFrame:
+    """``table`` plus one ``Avg.`` row per ``by`` group that has all 7 datasets: the mean of ``values``
+    over them (each seed's 7-dataset mean, as every table here reports it)."""
+    groups = table[table["task"].isin(TASKS)].groupby(list(by))
+    avg = groups[list(values)].mean()[groups.size() == len(TASKS)].reset_index()
+    return pd.concat([table, avg.assign(task="Avg.")], ignore_index=True)
+
+
 def controls_table(path: str | Path = CONTROLS_FILE) -> pd.DataFrame:
     """The controls benchmark's scores, one row per (shape, init, seed, pooling, method, task)."""
     record = _read_json(Path(path), "the random-init controls (benchmarks/bench_controls.py)")
@@ -114,10 +122,8 @@ def control_summary(
     t = table[(table["shape"] == shape) & (table["init"] == init) & (table["pooling"] == pooling)
               & (table["method"] == method)]
     if task == "Avg.":
-        per_seed = t[t["task"].isin(TASKS)].groupby("seed")["score"].agg(["mean", "count"])
-        scores = per_seed.loc[per_seed["count"] == len(TASKS), "mean"].to_numpy()
-    else:
-        scores = t.loc[t["task"] == canonical_task(task), "score"].to_numpy()
+        t = with_average(t, ["seed"])
+    scores = t.loc[t["task"] == (task if task == "Avg." else canonical_task(task)), "score"].to_numpy()
     if len(scores) == 0:
         return math.nan, math.nan, 0
     sd = float(np.std(scores, ddof=1)) if len(scores) > 1 else math.nan
@@ -389,9 +395,7 @@ def scale_gaps(curve: pd.DataFrame) -> pd.DataFrame:
     index = _RUN + ["seed", "pooling", "method"]
     wide = curve.pivot_table(index=index + ["task"], columns="checkpoint", values="score").dropna()
     wide = wide.rename(columns={"pct-100": "pretrained", "pct-000": "control"}).reset_index()
-    per_seed = wide[wide["task"].isin(TASKS)].groupby(index)
-    avg = per_seed[["pretrained", "control"]].mean()[per_seed.size() == len(TASKS)].reset_index()
-    wide = pd.concat([wide, avg.assign(task="Avg.")], ignore_index=True)
+    wide = with_average(wide, index, ["pretrained", "control"])
     wide["gap"] = wide["pretrained"] - wide["control"]
     facts = curve.groupby(_RUN)[["epochs", "wordpieces", "held_out_loss"]].mean().reset_index()
     out = (wide.groupby(_RUN + ["pooling", "method", "task"])
@@ -413,7 +417,10 @@ def plot_scale_curve(curve: pd.DataFrame, tasks: Sequence[str] = ("STSB", "Avg."
     gaps = scale_gaps(curve)
     poolings = list(dict.fromkeys(gaps["pooling"]))
     corpora = list(dict.fromkeys(gaps["corpus"]))
-    step0 = scale_gaps(curve.assign(steps=0, corpus="-"))  # every run's pct-000, pooled over run lengths
+    # the control: each seed's step 0 (the same network in every run of that seed), mean and sd over seeds
+    step0 = curve[curve["checkpoint"] == "pct-000"].drop_duplicates(["seed", "pooling", "method", "task"])
+    control = with_average(step0, ["seed", "pooling", "method"]).groupby(["pooling", "method", "task"])["score"]
+    control = control.agg(["mean", "std"])
     fig, axes = plt.subplots(len(poolings), len(tasks), figsize=(4.6 * len(tasks), 3.4 * len(poolings)),
                              squeeze=False, sharex=True)
     for row, pooling in zip(axes, poolings):
@@ -425,18 +432,10 @@ def plot_scale_curve(curve: pd.DataFrame, tasks: Sequence[str] = ("STSB", "Avg."
                     if len(line):
                         ax.errorbar(line["wordpieces"], line["pretrained"], yerr=line["gap_sd"].fillna(0),
                                     fmt=f"{marker}-", color=colour, capsize=3, label=f"{method}, {corpus}")
-                c = step0[(step0["pooling"] == pooling) & (step0["method"] == method) & (step0["task"] == task)]
-                per_seed = curve[(curve["checkpoint"] == "pct-000") & (curve["pooling"] == pooling)
-                                 & (curve["method"] == method)]
-                if len(c):
-                    level = c["control"].iloc[0]
+                if (pooling, method, task) in control.index:
+                    level, sd = control.loc[(pooling, method, task)]
                     ax.axhline(level, ls=":", color=colour, label=f"{method}, step 0 (random init), ± sd")
-                    seeds = per_seed.groupby(["seed", "task"])["score"].first().unstack("task")
-                    seeds = seeds[[t for t in TASKS if t in seeds.columns]]
-                    column = seeds.mean(axis=1)[seeds.notna().sum(axis=1) == len(TASKS)] if task == "Avg." \
-                        else seeds.get(task, pd.Series(dtype=float))
-                    sd = column.std(ddof=1) if len(column) > 1 else math.nan
-                    if np.isfinite(sd):
+                    if np.isfinite(sd):  # NaN for one seed
                         ax.axhspan(level - sd, level + sd, color=colour, alpha=0.12, lw=0)
             ax.set_xscale("log")
             ticks = sorted(set(gaps["wordpieces"]))
