@@ -2,14 +2,14 @@
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_controls.py --shapes bert-base --seeds 0 1 2 --tasks STSB
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_controls.py --shapes tiny mini small medium
-    .venv/bin/python benchmarks/bench_controls.py --init trunc --shapes bert-base --seeds 0 --tasks STSB
+    .venv/bin/python benchmarks/bench_controls.py --init trunc --shapes bert-base --seeds 0 1 2   # Google's init
     .venv/bin/python benchmarks/bench_controls.py --baselines --tasks STSB      # item 4: why it is strong
     .venv/bin/python benchmarks/bench_controls.py --earned --methods none whitening   # the shared table
     .venv/bin/python benchmarks/bench_controls.py --show                        # print what is saved
 
 1. controls: ``<shape>@0-seedS`` (Hugging Face's initialiser: normal(0, 0.02) weights, zero biases,
-   unit LayerNorm; ``--init trunc``: Google's truncated normal(0.02) cut at 2 sd, as TF BERT and
-   MultiBERTs' step 0) scored raw / whitening / flow on the 7 datasets, last-avg and first-last-avg,
+   unit LayerNorm; ``--init trunc``: ``<shape>@0-trunc-seedS``, Google's truncated normal(0.02) cut at
+   2 sd, as TF BERT and MultiBERTs' step 0) scored raw / whitening / flow on the 7 datasets, last-avg and first-last-avg,
    post-processors fitted on the target dataset's sentences (``fit="target"``), Spearman x 100, wmean.
    Shapes: Turc et al.'s miniatures (tiny L2/H128, mini L4/H256, small L4/H512, medium L8/H512, built
    from bert-base's config) and bert-base (12 x 768). ``--flow-seeds`` limits the (slow) flow fits to
@@ -19,7 +19,7 @@
    per sentence, a bag of seeded Gaussian vectors of the same width, and IDF-weighted word overlap.
 
 3. ``--earned``: "what pretraining earns" at both scales (:mod:`bertflow_mini.evaluation.earned`):
-   published bert-base minus our random bert-base, and scratch-bert's checkpoints minus its ``@0``
+   published bert-base minus our random bert-base (each initialiser), and scratch-bert's checkpoints minus its ``@0``
    with a paired bootstrap, written to benchmarks/results/earned.csv.
 
 Every cell is appended to benchmarks/results/controls.json as soon as it is scored (atomically, under
@@ -33,7 +33,6 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -45,13 +44,11 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bertflow_mini._io import cache_dir  # noqa: E402
 from bertflow_mini.data import TASKS, load_sts  # noqa: E402
 from bertflow_mini.data.datasets import canonical_task  # noqa: E402
 from bertflow_mini.encoders import load_encoder  # noqa: E402
-from bertflow_mini.encoders.names import resolve_model  # noqa: E402
 from bertflow_mini.evaluation import lexical  # noqa: E402
-from bertflow_mini.evaluation.earned import CONTROLS_FILE, controls_table, earned, with_average  # noqa: E402
+from bertflow_mini.evaluation.earned import CONTROLS_FILE, INITS, controls_table, earned, with_average  # noqa: E402
 from bertflow_mini.evaluation.reproduce import Evaluation  # noqa: E402
 from bertflow_mini.evaluation.sts import score_similarities  # noqa: E402
 
@@ -114,48 +111,9 @@ def save(path: Path, records: list[dict], key: tuple = KEY, head: dict = HEAD) -
 
 
 # ---------------------------------------------------------------------------------------- initialisers
-def truncated_init(base: str, seed: int) -> Path:
-    """``base``'s random network with Google's initialiser: every linear and embedding weight drawn
-    from normal(0, 0.02) truncated at ±2 sd (``tf.truncated_normal_initializer(0.02)``), biases 0,
-    LayerNorm 1 / 0. Cached beside the package's own random inits."""
-    source = Path(resolve_model(f"{base}@0-seed{seed}"))
-    final = cache_dir("models") / f"{source.name.replace('@0-', '@0-trunc-')}"
-    if final.is_dir():
-        return final
-    from transformers import AutoModel
-
-    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".partial"))
-    try:
-        model = AutoModel.from_pretrained(source)
-        gen = torch.Generator().manual_seed(seed)
-        with torch.no_grad():
-            for module in model.modules():
-                if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
-                    w = module.weight
-                    # inverse-CDF-free truncation: redraw the tail until every value is inside ±2 sd
-                    x = torch.randn(w.shape, generator=gen)
-                    bad = x.abs() > 2
-                    while bad.any():
-                        x[bad] = torch.randn(int(bad.sum()), generator=gen)
-                        bad = x.abs() > 2
-                    w.copy_(0.02 * x)
-        model.save_pretrained(staging)
-        for f in source.iterdir():
-            if f.name.startswith("tokenizer") or f.name == "special_tokens_map.json" or f.name == "vocab.txt":
-                shutil.copy(f, staging / f.name)
-        (staging / "random_init.json").write_text(json.dumps(
-            {"base": base, "seed": seed, "init": "truncated normal(0, 0.02) at 2 sd"}, indent=2) + "\n")
-        if not final.exists():
-            os.replace(staging, final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return final
-
-
 def encoder_for(base: str, seed: int, init: str):
-    if init == "trunc":
-        return load_encoder(str(truncated_init(base, seed)))
-    return load_encoder(f"{base}@0" + (f"-seed{seed}" if seed else ""))
+    """``<base>@0-seedS``, or with ``init="trunc"`` ``<base>@0-trunc-seedS`` (Google's initialiser)."""
+    return load_encoder(f"{base}@0" + ("-trunc" if init == "trunc" else "") + (f"-seed{seed}" if seed else ""))
 
 
 # ---------------------------------------------------------------------------------------- 1. controls
@@ -231,8 +189,9 @@ EARNED_FILE = CONTROLS_FILE.with_name("earned.csv")
 
 def run_earned(args, command: str) -> None:
     """Both scales of the shared table, written atomically to ``earned.csv`` (one header comment line)."""
-    tables = [earned("bert-base-uncased", args.tasks, args.poolings, args.methods, controls=Path(args.results)),
-              earned("scratch-bert", args.tasks, args.poolings, args.methods, controls=Path(args.results))]
+    tables = [earned("bert-base-uncased", args.tasks, args.poolings, args.methods, controls=Path(args.results),
+                     init=init) for init in INITS]
+    tables.append(earned("scratch-bert", args.tasks, args.poolings, args.methods, controls=Path(args.results)))
     table = pd.concat(tables, ignore_index=True)
     out = Path(args.earned_file)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial")
@@ -279,11 +238,13 @@ def show(path: Path) -> None:
                     "(0,)": "baseline: the random network's input-embedding output"}.get(pooling, pooling)
             print(f"\n{what}: Spearman x 100, mean ± sd over init seeds (n=3 unless shown)")
             print(wide.astype(object).fillna("").to_string())
-        print("\nwhat pretraining earns, bert-base: published pretrained minus our random init (mean of seeds)")
-        e = earned("bert-base-uncased", controls=path)
-        e = e[e["task"].isin(["STSB", "Avg."])]
-        print(e[["pooling", "method", "task", "pretrained", "control", "control_sd", "control_seeds", "earned",
-                 "pretrained_source"]].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+        for init, label in INITS.items():
+            print(f"\nwhat pretraining earns, bert-base: published pretrained minus our random init ({label}; "
+                  "mean of seeds)")
+            e = earned("bert-base-uncased", controls=path, init=init)
+            e = e[e["task"].isin(["STSB", "Avg."])]
+            print(e[["pooling", "method", "task", "pretrained", "control", "control_sd", "control_seeds", "earned",
+                     "pretrained_source"]].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
 
 
 def main(argv=None) -> None:

@@ -102,6 +102,22 @@ def test_without_the_file_the_control_is_computed_live(tmp_path, mini_data, monk
     assert row["earned"] == pytest.approx(47.29 - statistics.mean(seeds))  # Li et al. 2020, last-avg, STS-B
 
 
+def test_the_google_init_control_is_read_and_labelled_apart_from_hugging_faces(tmp_path):
+    path = tmp_path / "controls.json"
+    hf = [{"shape": "bert-base", "init": "hf", "seed": s, "pooling": "first-last-avg", "method": "whitening",
+           "task": "STSB", "score": 67.0 + s} for s in (0, 1, 2)]
+    trunc = [{**r, "init": "trunc", "score": 69.0 + 2 * r["seed"]} for r in hf]
+    path.write_text(json.dumps({"records": hf + trunc}))
+    kwargs = dict(tasks=["STSB"], poolings=["first-last-avg"], methods=["whitening"], controls=path)
+    ours, google = E.earned("bert-base-uncased", **kwargs).iloc[0], E.earned("bert-base-uncased", init="trunc", **kwargs).iloc[0]
+    assert ours["control"] == pytest.approx(68.0) and google["control"] == pytest.approx(71.0)
+    assert google["control_sd"] == pytest.approx(2.0) and google["earned"] == pytest.approx(71.34 - 71.0)
+    assert "truncated" in google["control_source"] and "@0-trunc" in google["control_source"]
+    assert google["checkpoint"] != ours["checkpoint"] and "Hugging Face" in ours["control_source"]
+    with pytest.raises(ValueError, match="init="):
+        E.earned("bert-base-uncased", init="xavier", **kwargs)
+
+
 def test_a_nan_score_in_the_file_is_an_error(tmp_path):
     path = tmp_path / "controls.json"
     write_controls(path, {("last-avg", "none", "STSB", 0): float("nan")})
@@ -241,3 +257,25 @@ def test_with_average_adds_a_mean_only_where_all_seven_datasets_are():
     avg = out[out["task"] == "Avg."]
     assert avg["seed"].tolist() == [0] and avg["score"].item() == pytest.approx(3.0)  # mean of 0..6
     assert len(out) == len(rows) + 1
+
+
+def test_the_intro_quotes_the_committed_bert_base_margins():
+    """book/intro.md states bert-base's margins over its random twin in prose: they must be what the
+    committed benchmark gives (rounded as printed), over the three init seeds it says."""
+    import re
+    from pathlib import Path
+
+    intro = " ".join((Path(__file__).parents[1] / "book" / "intro.md").read_text().split())
+    found = re.search(r"on STS-B by ([\d.]+) and ([\d.]+) points and on the seven-dataset mean by ([\d.]+) and "
+                      r"([\d.]+) \(published rows against our control, (\w+) init seeds", intro)
+    assert found, "the intro's sentence on bert-base's margins changed: update this test"
+    table = E.earned("bert-base-uncased", poolings=("first-last-avg",)).set_index(["method", "task"])
+    cells = [("whitening", "STSB"), ("flow", "STSB"), ("whitening", "Avg."), ("flow", "Avg.")]
+    assert [float(v) for v in found.groups()[:4]] == [round(table.loc[c, "earned"], 1) for c in cells]
+    assert found.group(5) == "three" and all(table.loc[c, "control_seeds"] == 3 for c in cells)
+    google = re.search(r"and by a smaller ([\d.]+) and ([\d.]+) on STS-B and ([\d.]+) and ([\d.]+) on the mean "
+                       r"against a control drawn with Google's initialiser", intro)
+    assert google, "the intro's sentence on the Google-init control changed: update this test"
+    trunc = E.earned("bert-base-uncased", poolings=("first-last-avg",), init="trunc").set_index(["method", "task"])
+    assert [float(v) for v in google.groups()] == [round(trunc.loc[c, "earned"], 1) for c in cells]
+    assert all(trunc.loc[c, "control_seeds"] == 3 for c in cells)

@@ -6,6 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
@@ -15,6 +16,7 @@ from bertflow_mini.encoders.names import (
     checkpoints_along_training,
     control_of,
     multiberts,
+    parameter_count,
     resolve_model,
 )
 from bertflow_mini.encoders.pretrain import DEFAULT, run_dir
@@ -63,7 +65,7 @@ def test_the_control_of_bert_base_is_built_offline_from_its_config_alone(tmp_pat
     """No weights are mirrored for bert-base-uncased: its config (beside the tokenizer) is enough."""
     monkeypatch.setenv("BERTFLOW_MODELS", str(TOKENIZER_DIR.parent))
     assert not (TOKENIZER_DIR.parent / "bert-base-uncased").exists()
-    monkeypatch.setattr(names, "random_init", lambda base, seed=0: (base, seed))  # the 440 MB build: not here
+    monkeypatch.setattr(names, "random_init", lambda base, seed=0, init="hf": (base, seed))  # the 440 MB build: not here
     assert resolve_model("bert-base-uncased@0-seed2") == str(("bert-base-uncased", 2))
     config, tokenizer = names._config_source("bert-base-uncased")
     assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (12, 768, 12)
@@ -79,6 +81,59 @@ def test_the_bert_miniatures_shapes_are_turc_et_als(name, shape, monkeypatch):
             config.intermediate_size) == shape
     layers, hidden = shape[:2]
     assert resolve_model(name) == f"google/bert_uncased_L-{layers}_H-{hidden}_A-{hidden // 64}"  # the hub id
+
+
+def test_googles_truncated_initialiser_draws_inside_two_sd_with_the_truncated_normals_spread(
+        mirror, tmp_path, monkeypatch):
+    from scipy.stats import truncnorm
+
+    folder = resolve_model("small-bert@0-trunc-seed1")
+    std = config_of(folder)["initializer_range"]
+    tensors = load_file(Path(folder) / "model.safetensors")
+    weights = np.concatenate([v.ravel() for k, v in tensors.items() if k.endswith(".weight") and "LayerNorm" not in k])
+    assert np.abs(weights).max() <= 2 * std
+    assert weights.std() == pytest.approx(std * truncnorm(-2, 2).std(), rel=0.01)  # 0.88 sd, not 1
+    assert weights.mean() == pytest.approx(0, abs=1e-4)
+    for key, value in tensors.items():
+        if "LayerNorm" in key:
+            assert (value == (1 if key.endswith(".weight") else 0)).all(), key
+        elif key.endswith(".bias"):
+            assert (value == 0).all(), key
+    hf = load_file(Path(resolve_model("small-bert@0-seed1")) / "model.safetensors")
+    assert max(np.abs(v).max() for k, v in hf.items() if "LayerNorm" not in k) > 2 * std  # untruncated: it can fail
+    assert json.loads((Path(folder) / "random_init.json").read_text())["init"] == "trunc"
+    assert weights_digest(resolve_model("small-bert@0-trunc-seed2")) != weights_digest(folder)
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "another-cache"))
+    assert weights_digest(resolve_model("small-bert@0-trunc-seed1")) == weights_digest(folder)  # rebuilt identically
+    with pytest.raises(ValueError, match="init="):
+        names.random_init("small-bert", 0, init="xavier")
+
+
+def bert_parameters(layers: int, hidden: int, intermediate: int, vocab: int = 30522, positions: int = 512,
+                    types: int = 2) -> int:
+    """BertModel's parameters counted by hand: embeddings and their LayerNorm, per layer four attention
+    projections, its LayerNorm, the feed-forward pair and its LayerNorm, then the pooler."""
+    embeddings = (vocab + positions + types) * hidden + 2 * hidden
+    layer = 4 * (hidden * hidden + hidden) + 2 * hidden + 2 * hidden * intermediate + intermediate + hidden + 2 * hidden
+    return embeddings + layers * layer + hidden * hidden + hidden
+
+
+def test_parameter_counts_match_the_hand_count_and_the_loaded_weights(mirror, monkeypatch):
+    assert bert_parameters(12, 768, 3072) == 109_482_240  # bert-base-uncased, as Hugging Face reports it
+    monkeypatch.setenv("BERTFLOW_MODELS", str(TOKENIZER_DIR.parent))
+    assert parameter_count("bert-base-uncased") == parameter_count("bert-base-uncased@0") == 109_482_240
+    assert parameter_count("bert-mini") == bert_parameters(4, 256, 1024)  # Turc et al.'s "11.3M"
+    monkeypatch.setenv("BERTFLOW_MODELS", str(mirror))
+    from transformers import AutoModel
+
+    loaded = sum(p.numel() for p in AutoModel.from_pretrained(mirror / "small-bert").parameters())
+    config = config_of(mirror / "small-bert")
+    assert parameter_count("small-bert@25") == loaded == bert_parameters(
+        3, 48, 96, vocab=config["vocab_size"], positions=config["max_position_embeddings"])
+    monkeypatch.setattr(names, "resolve_model", lambda name: str(mirror / "small-bert"))  # scratch-bert: its folder
+    assert parameter_count("scratch-bert@0") == loaded
+    with pytest.raises(ValueError, match="GloVe"):
+        parameter_count("glove-6B-50d")
 
 
 def test_scratch_bert_at_0_is_its_pretraining_runs_step_0_not_a_new_draw(monkeypatch, tmp_path):

@@ -88,6 +88,9 @@ def reference_rows(text: str) -> dict[tuple[str, str, str, str, str], tuple[str,
     unsup = re.search(r"STS-B (\S+), SICK-R (\S+), STS12 (\S+), STS13 (\S+), STS14 (\S+), STS15 (\S+), STS16 ([\d.]+)",
                       simcse)
     rows[("SimCSE", "bert-base-uncased", "cls", "simcse-unsup", "-")] = ("all", [float(v) for v in unsup.groups()])
+    wmean = re.search(r'Under "wmean" \(SimCSE Table B.3\): ((?:[\d.]+ / ){6}[\d.]+)', simcse)
+    rows[("SimCSE (Table B.3)", "bert-base-uncased", "cls", "simcse-unsup", "-")] = (
+        "wmean", [float(v) for v in wmean.group(1).split(" / ")])
     # SimCSE's Table 5 holds the NLI fits of BERT-flow and whitening, its Table C.1 the target fits
     table5, table_c1 = simcse.split("Table 5")[1].split("Table C.1")
     assert "**NLI** fits" in table5 and "**target** fits" in table_c1
@@ -126,6 +129,8 @@ def test_published_averages_match_the_averages_the_papers_print(reference):
     for key, text in printed.items():
         assert text in reference, text
         assert table.loc[key, "Avg."] == float(text.strip("()").split()[-1]), key
+    b3 = published_table(paper="SimCSE (Table B.3)")
+    assert "(average 76.46)" in reference and b3["Avg."].tolist() == [76.46] and b3["aggregation"].tolist() == ["wmean"]
     assert len(published_table()) == len(PUBLISHED) and len(published_table(model="bert-large-uncased")) == 6
 
 
@@ -136,7 +141,8 @@ def test_published_rows_select_the_model_pooling_and_tasks():
     assert (flow["STSB"], flow["STS16"]) == (70.72, 75.37)
     assert flow["Avg."] == pytest.approx((70.72 + 75.37) / 2)  # the average of the chosen columns only
     assert "SBERT: none (-, all)" not in rows.index  # SBERT's rows are last-avg and CLS, not first-last
-    assert list(published_rows("bert-base-uncased", "cls").index) == ["SBERT: none (-, all)", "SimCSE: simcse-unsup (-, all)"]
+    assert list(published_rows("bert-base-uncased", "cls").index) == [
+        "SBERT: none (-, all)", "SimCSE: simcse-unsup (-, all)", "SimCSE (Table B.3): simcse-unsup (-, wmean)"]
     assert published_rows("all-MiniLM-L6-v2", "first-last-avg").empty
     assert published_rows("bert-base-uncased", (1, 12)).empty  # explicit layer tuples have no published row
 

@@ -2,7 +2,8 @@
 
 ``sources``      where a model's files are: an explicit folder, ``$BERTFLOW_MODELS``, or the hub
 ``names``        **the one map from a name to a folder**: mirror → cache → train on demand → hub;
-                 ``scratch-bert@25``, ``<any model>@0`` (random init), ``+simcse``, MultiBERTs
+                 ``scratch-bert@25``, ``<any model>@0`` (random init; ``@0-trunc``: Google's), ``+simcse``,
+                 MultiBERTs
 ``pooling``      how hidden states become one vector (and the layer-indexing pitfall)
 ``encoder``      the :class:`Encoder`, batched encoding and the embedding cache
 ``glove``        GloVe word vectors averaged into sentences: the static baseline
@@ -22,6 +23,7 @@ from bertflow_mini.encoders.names import (
     control_of,
     default_model,
     load_encoder,
+    parameter_count,
     resolve_model,
     simcse_encoder,
 )
@@ -30,6 +32,6 @@ from bertflow_mini.encoders.pooling import POOLINGS, Pooling, pool, pooling_grid
 __all__ = [
     "BOOK_MODEL", "CONTRAST_MODEL", "PAPER_MODEL", "POOLINGS", "Encoder", "Pooling",
     "checkpoints_along_training", "control_of", "default_model", "encode", "encode_layers",
-    "encode_with_dropout", "load_encoder", "pool", "pooling_grid", "pooling_layers", "resolve_model",
+    "encode_with_dropout", "load_encoder", "parameter_count", "pool", "pooling_grid", "pooling_layers", "resolve_model",
     "simcse_encoder",
 ]

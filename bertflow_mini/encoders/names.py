@@ -13,6 +13,7 @@ any short name                     ``$BERTFLOW_MODELS/<short name>`` when the mi
 ``<name>+simcse``                  ``<name>`` fine-tuned by SimCSE on demand (:mod:`.simcse`)
 ``<name>@0``, ``<name>@0-seed3``   ``<name>``'s own config with *random* weights (init seed 0 or 3):
                                    the control for every gain; nothing pretrained is downloaded
+``<name>@0-trunc``, ``…-trunc-seed3``  the same with Google's initialiser (truncated normal), below
 ``bert-tiny`` … ``bert-medium``    Turc et al.'s BERT miniatures (hub), whose shapes ``@0`` builds offline
 ``multiberts-seed_S-step_Kk``      Google's MultiBERTs checkpoints (Sellam et al. 2022, hub)
 anything else                      a Hugging Face hub id (``bert-base-uncased``, ``org/model``)
@@ -22,6 +23,10 @@ anything else                      a Hugging Face hub id (``bert-base-uncased``,
 network its training started from. For any other model ``@0`` draws the weights with the library's own
 initialiser (Hugging Face's ``_init_weights``: normal(0, 0.02) for linear and embedding weights, zero
 biases, unit LayerNorm) under a fixed seed, and caches the result like a pretrained checkpoint.
+``@0-trunc`` draws every linear and embedding weight instead from Google's initialiser, the one the
+original BERT (and MultiBERTs' step 0) started from: normal(0, ``initializer_range``) truncated at
+±2 sd (``tf.truncated_normal_initializer``), whose sd is 0.88 of the untruncated one. The two
+controls differ for deep networks (bert-base's shape), not for the miniatures: the README measures it.
 """
 from __future__ import annotations
 
@@ -63,7 +68,7 @@ SHAPES: dict[str, tuple[int, int]] = {
     "bert-small": (4, 512),
     "bert-medium": (8, 512),
 }
-_RANDOM = re.compile(r"^(?P<base>.+)@0(?:-seed(?P<seed>\d+))?$")
+_RANDOM = re.compile(r"^(?P<base>.+)@0(?P<trunc>-trunc)?(?:-seed(?P<seed>\d+))?$")
 _MULTIBERTS = re.compile(r"^(?:google/)?multiberts-seed_(?P<seed>\d+)-step_(?P<step>\d+)k$")
 #: MultiBERTs' checkpoints of each seed, in thousands of steps (Sellam et al. 2022, section 2).
 MULTIBERTS_STEPS = tuple(range(0, 200, 20)) + tuple(range(200, 2001, 100))
@@ -151,9 +156,26 @@ def _config_source(base: str) -> tuple[object, str]:
         raise offline_error(base, source, err) from err
 
 
-def random_init(base: str, seed: int = 0) -> Path:
+def truncated_normal_(model: torch.nn.Module, std: float, seed: int) -> None:
+    """Redraw every linear and embedding weight of ``model`` in place from normal(0, ``std``) truncated
+    at ±2 sd, as ``tf.truncated_normal_initializer(std)`` does: values outside are drawn again until
+    none is left. Biases and LayerNorm are left as they are (0, and 1 / 0 at initialisation)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+                x = torch.randn(module.weight.shape, generator=generator)
+                outside = x.abs() > 2
+                while outside.any():
+                    x[outside] = torch.randn(int(outside.sum()), generator=generator)
+                    outside = x.abs() > 2
+                module.weight.copy_(std * x)
+
+
+def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
     """A folder holding ``base``'s architecture with freshly initialised weights (``seed``) and its
-    tokenizer; built once and cached under a key of the config, seed and library version."""
+    tokenizer; built once and cached under a key of the initialiser, config, seed and library version.
+    ``init``: ``"hf"`` (Hugging Face's normal) or ``"trunc"`` (Google's truncated normal)."""
     import transformers
     from transformers import AutoModel, AutoTokenizer
 
@@ -162,7 +184,9 @@ def random_init(base: str, seed: int = 0) -> Path:
     config, tokenizer_source = _config_source(base)
     key = hashlib.sha256(json.dumps([config.to_json_string(use_diff=False), seed, transformers.__version__],
                                     sort_keys=True).encode()).hexdigest()[:12]
-    final = cache_dir("models") / f"{short_name(base)}@0-seed{seed}-{key}"
+    if init not in ("hf", "trunc"):
+        raise ValueError(f"init={init!r}: 'hf' (Hugging Face's normal) or 'trunc' (Google's truncated normal)")
+    final = cache_dir("models") / f"{short_name(base)}@0-{'trunc-' if init == 'trunc' else ''}seed{seed}-{key}"
     if final.is_dir():
         return final
     staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".partial"))
@@ -170,15 +194,36 @@ def random_init(base: str, seed: int = 0) -> Path:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoModel.from_config(config)
+        if init == "trunc":
+            truncated_normal_(model, config.initializer_range, seed)
         model.save_pretrained(staging)
         AutoTokenizer.from_pretrained(tokenizer_source).save_pretrained(staging)
         (staging / "random_init.json").write_text(json.dumps(
-            {"base": base, "seed": seed, "transformers": transformers.__version__}, indent=2) + "\n")
+            {"base": base, "seed": seed, "init": init, "transformers": transformers.__version__}, indent=2) + "\n")
         if not final.exists():  # another process may have built the same one first: keep theirs
             os.replace(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return final
+
+
+def parameter_count(name: str) -> int:
+    """How many parameters ``name``'s network has (pooler included), counted from its config alone: the
+    network is built on PyTorch's meta device, so no weights are read or allocated. A checkpoint or
+    control (``<model>@25``, ``<model>@0``) has its model's count; the book's model is trained first
+    if it has not been."""
+    from transformers import AutoConfig, AutoModel
+
+    base = name.split("@")[0]
+    if is_glove(base):
+        raise ValueError(f"{name}: GloVe is a table of vectors, not a network")
+    if short_name(base) == BOOK_MODEL and local_folder(base) is None:
+        config = AutoConfig.from_pretrained(resolve_model(base))
+    else:
+        config = _config_source(base)[0]
+    with torch.device("meta"):
+        model = AutoModel.from_config(config)
+    return sum(p.numel() for p in model.parameters())
 
 
 # ---------------------------------------------------------------------------------------------- the map
@@ -203,7 +248,7 @@ def resolve_model(name: str) -> str:
         return str(pretrain.checkpoint(short))
     match = _RANDOM.match(name)
     if match is not None:
-        return str(random_init(match["base"], int(match["seed"] or 0)))
+        return str(random_init(match["base"], int(match["seed"] or 0), "trunc" if match["trunc"] else "hf"))
     match = _MULTIBERTS.match(name)
     if match is not None:
         return f"google/multiberts-seed_{match['seed']}-step_{match['step']}k"

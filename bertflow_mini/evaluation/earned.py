@@ -7,8 +7,8 @@ One table the chapters share, one row per (checkpoint, pooling, method, dataset)
 * for ``bert-base-uncased`` (:data:`~bertflow_mini.encoders.names.PAPER_MODEL`): the **published**
   pretrained rows (Li et al. 2020, Table 2 — raw last-avg and first-last-avg, which BERT-flow calls
   "last2avg", and the flow fitted on the target; Su et al. 2021 — whitening fitted on the target)
-  minus **our** random-init bert-base (the same 12 × 768 shape and pooling, Hugging Face's initialiser,
-  init seeds 0, 1, 2: mean, and the seed spread as ``control_sd``). The published rows come from the
+  minus **our** random-init bert-base (the same 12 × 768 shape and pooling, Hugging Face's initialiser
+  or, with ``init="trunc"``, Google's, init seeds 0, 1, 2: mean, and the seed spread as ``control_sd``). The published rows come from the
   papers' own harness (SentEval, their fits); ours is :mod:`bertflow_mini.evaluation.reproduce` with
   the post-processor fitted on the target dataset's own sentences (``fit="target"``, the papers'
   "target" setting). No paired bootstrap is possible: the papers' per-pair similarities are not
@@ -71,6 +71,8 @@ COLUMNS = [
     "control_sd", "control_seeds", "low", "high", "pretrained_sd", "pretrained_seeds",
     "pretrained_source", "control_source",
 ]
+#: The controls' initialisers: ``<name>@0`` and ``<name>@0-trunc`` (:mod:`bertflow_mini.encoders.names`).
+INITS = {"hf": "Hugging Face's normal(0.02)", "trunc": "Google's truncated normal(0.02)"}
 #: The shape each model's control has, where the controls benchmark measured that shape.
 SHAPE_OF = {"bert-base-uncased": "bert-base", "scratch-bert": "bert-mini"}
 #: Which paper each published (pooling, method) row of bert-base comes from.
@@ -163,14 +165,14 @@ def _published_score(pooling: str, method: str, task: str) -> tuple[float, str] 
 
 
 def _live_control(
-    shape_model: str, pooling: str, method: str, task: str, seeds: Sequence[int], cache: dict
+    shape_model: str, pooling: str, method: str, task: str, seeds: Sequence[int], cache: dict, init: str = "hf"
 ) -> tuple[float, float, int]:
     from bertflow_mini.encoders import load_encoder
     from bertflow_mini.evaluation.reproduce import Evaluation
 
     scores = []
     for seed in seeds:
-        name = f"{shape_model}@0" + (f"-seed{seed}" if seed else "")
+        name = f"{shape_model}@0" + ("-trunc" if init == "trunc" else "") + (f"-seed{seed}" if seed else "")
         if name not in cache:
             cache[name] = Evaluation(load_encoder(name), progress=False)
         tasks = TASKS if task == "Avg." else [task]
@@ -187,11 +189,16 @@ def earned_published(
     live: bool = False,
     seeds: Sequence[int] = (0, 1, 2),
     controls: str | Path = CONTROLS_FILE,
+    init: str = "hf",
 ) -> pd.DataFrame:
     """Published pretrained bert-base minus our random-init bert-base, per the module's doc.
 
+    ``init``: the control's initialiser, ``"hf"`` (Hugging Face's normal, the default) or ``"trunc"``
+    (Google's truncated normal, which the released bert-base started from; ``<name>@0-trunc``).
     Cells no paper publishes (the flow and whitening on last-avg) are left out; control cells the
     committed file lacks are NaN (``live=True`` computes every control cell instead)."""
+    if init not in INITS:
+        raise ValueError(f"init={init!r}: one of {sorted(INITS)}")
     rows, cache = [], {}
     for pooling in poolings:
         for method in methods:
@@ -200,20 +207,21 @@ def earned_published(
                 if pub is None:
                     continue
                 if live:
-                    mean, sd, n = _live_control("bert-base-uncased", pooling, method, task, seeds, cache)
+                    mean, sd, n = _live_control("bert-base-uncased", pooling, method, task, seeds, cache, init)
                     source = "ours, computed live"
                 else:
-                    mean, sd, n = control_summary("bert-base", pooling, method, task, path=controls)
+                    mean, sd, n = control_summary("bert-base", pooling, method, task, init, controls)
                     source = f"ours, {Path(controls).name}"
                 rows.append({
-                    "model": "bert-base-uncased", "checkpoint": "bert-base-uncased (published)",
+                    "model": "bert-base-uncased", "checkpoint": "bert-base-uncased (published)" + (
+                        "" if init == "hf" else ", Google init"),
                     "pooling": pooling, "method": method, "task": task if task == "Avg." else canonical_task(task),
                     "pretrained": pub[0], "control": mean, "earned": pub[0] - mean,
                     "control_sd": sd, "control_seeds": n, "low": math.nan, "high": math.nan,
                     "pretrained_sd": math.nan, "pretrained_seeds": 1,
                     "pretrained_source": pub[1],
-                    "control_source": f"{source}: bert-base-uncased@0, HF normal(0.02) init, "
-                                      "reproduce fit=target, wmean",
+                    "control_source": f"{source}: bert-base-uncased@0{'-trunc' if init == 'trunc' else ''}, "
+                                      f"{INITS[init]} init, reproduce fit=target, wmean",
                 })
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -324,7 +332,7 @@ def earned(
     from bertflow_mini.encoders.sources import short_name
 
     if short_name(model) == "bert-base-uncased":
-        keep = {k: v for k, v in options.items() if k in ("seeds", "controls")}
+        keep = {k: v for k, v in options.items() if k in ("seeds", "controls", "init")}
         if live is None:  # the committed file where there is one (a clone), else live (Colab)
             live = not Path(keep.get("controls", CONTROLS_FILE)).is_file()
         return earned_published(tasks, poolings, methods, live=live, **keep)
