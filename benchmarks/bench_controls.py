@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bertflow_mini.data import TASKS, load_sts  # noqa: E402
 from bertflow_mini.data.datasets import canonical_task  # noqa: E402
-from bertflow_mini.encoders import load_encoder  # noqa: E402
+from bertflow_mini.encoders import control_of, load_encoder  # noqa: E402
 from bertflow_mini.evaluation import lexical  # noqa: E402
 from bertflow_mini.evaluation.earned import CONTROLS_FILE, INITS, controls_table, earned, with_average  # noqa: E402
 from bertflow_mini.evaluation.reproduce import Evaluation  # noqa: E402
@@ -113,7 +113,7 @@ def save(path: Path, records: list[dict], key: tuple = KEY, head: dict = HEAD) -
 # ---------------------------------------------------------------------------------------- initialisers
 def encoder_for(base: str, seed: int, init: str):
     """``<base>@0-seedS``, or with ``init="trunc"`` ``<base>@0-trunc-seedS`` (Google's initialiser)."""
-    return load_encoder(f"{base}@0" + ("-trunc" if init == "trunc" else "") + (f"-seed{seed}" if seed else ""))
+    return load_encoder(control_of(base, seed, init))
 
 
 # ---------------------------------------------------------------------------------------- 1. controls

@@ -116,6 +116,9 @@ def test_the_google_init_control_is_read_and_labelled_apart_from_hugging_faces(t
     assert google["checkpoint"] != ours["checkpoint"] and "Hugging Face" in ours["control_source"]
     with pytest.raises(ValueError, match="init="):
         E.earned("bert-base-uncased", init="xavier", **kwargs)
+    from bertflow_mini.encoders.names import INITIALISERS
+
+    assert tuple(E.INITS) == INITIALISERS  # the tables' labels cover exactly the initialisers names builds
 
 
 def test_a_nan_score_in_the_file_is_an_error(tmp_path):

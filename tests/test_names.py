@@ -167,6 +167,12 @@ def test_sweeps_and_controls_by_model():
     assert sweep[0] == "google/multiberts-seed_0-step_0k" and sweep[-1] == "bert-base-uncased"
     assert [n for _, n in checkpoints_along_training("all-MiniLM-L6-v2")] == ["all-MiniLM-L6-v2@0", "all-MiniLM-L6-v2"]
     assert control_of("bert-base-uncased") == "bert-base-uncased@0"
+    assert control_of("bert-base-uncased", seed=2) == "bert-base-uncased@0-seed2"
+    assert control_of("bert-mini", 0, "trunc") == "bert-mini@0-trunc"
+    assert names._RANDOM.match(control_of("bert-mini", 3, "trunc")).group("base", "trunc", "seed") == (
+        "bert-mini", "-trunc", "3")  # the name control_of writes is the one resolve_model reads
+    with pytest.raises(ValueError, match="init="):
+        control_of("bert-mini", init="xavier")
     with pytest.raises(ValueError, match="GloVe"):
         control_of("glove-6B-50d")
 

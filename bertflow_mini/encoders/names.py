@@ -68,6 +68,9 @@ SHAPES: dict[str, tuple[int, int]] = {
     "bert-small": (4, 512),
     "bert-medium": (8, 512),
 }
+#: The random-init controls' initialisers: Hugging Face's normal (``@0``) and Google's truncated one
+#: (``@0-trunc``). :func:`control_of` writes their names, ``_RANDOM`` reads them.
+INITIALISERS = ("hf", "trunc")
 _RANDOM = re.compile(r"^(?P<base>.+)@0(?P<trunc>-trunc)?(?:-seed(?P<seed>\d+))?$")
 _MULTIBERTS = re.compile(r"^(?:google/)?multiberts-seed_(?P<seed>\d+)-step_(?P<step>\d+)k$")
 #: MultiBERTs' checkpoints of each seed, in thousands of steps (Sellam et al. 2022, section 2).
@@ -112,11 +115,19 @@ def why_default() -> str:
     return "the hub is reachable and no mirror is configured: the paper's model"
 
 
-def control_of(model: str) -> str:
-    """The random-init control of ``model``: the same network, untrained (``<model>@0``)."""
+def _check_initialiser(init: str) -> None:
+    if init not in INITIALISERS:
+        raise ValueError(f"init={init!r}: 'hf' (Hugging Face's normal) or 'trunc' (Google's truncated normal)")
+
+
+def control_of(model: str, seed: int = 0, init: str = "hf") -> str:
+    """The random-init control of ``model``: the same network, untrained (``<model>@0``), drawn with
+    init seed ``seed`` (``@0-seed3``) and Hugging Face's or, with ``init="trunc"``, Google's
+    initialiser (``@0-trunc``, ``@0-trunc-seed3``)."""
     if is_glove(model):
         raise ValueError(f"{model} has no random-init control: GloVe vectors are not a network")
-    return f"{model}@0"
+    _check_initialiser(init)
+    return f"{model}@0" + ("-trunc" if init == "trunc" else "") + (f"-seed{seed}" if seed else "")
 
 
 def checkpoints_along_training(model: str) -> list[tuple[str, str]]:
@@ -181,11 +192,10 @@ def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
 
     if is_glove(base):
         raise ValueError(f"{base}@0: GloVe has no network to initialise")
+    _check_initialiser(init)
     config, tokenizer_source = _config_source(base)
     key = hashlib.sha256(json.dumps([config.to_json_string(use_diff=False), seed, transformers.__version__],
                                     sort_keys=True).encode()).hexdigest()[:12]
-    if init not in ("hf", "trunc"):
-        raise ValueError(f"init={init!r}: 'hf' (Hugging Face's normal) or 'trunc' (Google's truncated normal)")
     final = cache_dir("models") / f"{short_name(base)}@0-{'trunc-' if init == 'trunc' else ''}seed{seed}-{key}"
     if final.is_dir():
         return final

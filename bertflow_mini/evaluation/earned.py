@@ -71,7 +71,8 @@ COLUMNS = [
     "control_sd", "control_seeds", "low", "high", "pretrained_sd", "pretrained_seeds",
     "pretrained_source", "control_source",
 ]
-#: The controls' initialisers: ``<name>@0`` and ``<name>@0-trunc`` (:mod:`bertflow_mini.encoders.names`).
+#: The controls' initialisers (:data:`bertflow_mini.encoders.names.INITIALISERS`: ``<name>@0`` and
+#: ``<name>@0-trunc``), with the labels the tables print.
 INITS = {"hf": "Hugging Face's normal(0.02)", "trunc": "Google's truncated normal(0.02)"}
 #: The shape each model's control has, where the controls benchmark measured that shape.
 SHAPE_OF = {"bert-base-uncased": "bert-base", "scratch-bert": "bert-mini"}
@@ -167,12 +168,12 @@ def _published_score(pooling: str, method: str, task: str) -> tuple[float, str] 
 def _live_control(
     shape_model: str, pooling: str, method: str, task: str, seeds: Sequence[int], cache: dict, init: str = "hf"
 ) -> tuple[float, float, int]:
-    from bertflow_mini.encoders import load_encoder
+    from bertflow_mini.encoders import control_of, load_encoder
     from bertflow_mini.evaluation.reproduce import Evaluation
 
     scores = []
     for seed in seeds:
-        name = f"{shape_model}@0" + ("-trunc" if init == "trunc" else "") + (f"-seed{seed}" if seed else "")
+        name = control_of(shape_model, seed, init)
         if name not in cache:
             cache[name] = Evaluation(load_encoder(name), progress=False)
         tasks = TASKS if task == "Avg." else [task]
