@@ -23,7 +23,8 @@ endif
 export PYTHONHASHSEED   = 0
 export TOKENIZERS_PARALLELISM = false
 
-CHAPTERS := $(sort $(wildcard book/[0-9][0-9]-*.ipynb))
+# The chapters and the results page (it reads the measurements the package ships).
+CHAPTERS := $(sort $(wildcard book/[0-9][0-9]-*.ipynb)) book/measurements.ipynb
 PACKAGE  := $(wildcard bertflow_mini/*.py bertflow_mini/*/*.py)
 # Everything else the HTML book is built from, copied beside the executed chapters.
 BOOK_FILES := _config.yml _toc.yml $(wildcard _static/*) $(filter-out %.ipynb %.py,$(wildcard book/*))
@@ -33,7 +34,7 @@ EXECUTED := $(BUILD)/executed
 NOTEBOOKS ?= book/
 NBVAL = --nbval-lax -p no:randomly $(NOTEBOOKS)
 
-.PHONY: all install browser-deps cache book html refresh test unit test-portability clean help
+.PHONY: all install browser-deps cache book html refresh test test-colab unit test-portability clean help
 all: help
 help:
 	@echo "make book    - set up, execute the chapters into $(EXECUTED)/ (what changed), build the HTML book"
@@ -41,6 +42,7 @@ help:
 	@echo "make html    - build the HTML book from the committed outputs (no execution)"
 	@echo "make refresh - (maintainers) re-execute the chapters in place, rewriting their committed outputs"
 	@echo "make test-portability - the chapters' checks under other BLAS kernels and thread counts"
+	@echo "make test-colab - every chapter as a Colab reader runs it (wheel, bert-base's shape)"
 
 # Runtime pins (requirements.txt: what the committed outputs were made with) plus the package's
 # extras: `book` to build the book, and for `make test` also `test` and `bench`.
@@ -113,22 +115,31 @@ define pytest
 endef
 
 # Unit tests first (fast failures), then the chapters through nbval, then the HTML book built with
-# warnings as errors and opened in headless Chromium (tests marked `html`).
+# warnings as errors and opened in headless Chromium (tests marked `html`). The Colab simulation
+# (every chapter from a wheel, on bert-base's exact shape) runs under `make test-colab`: it takes
+# longer than the rest of the suite together on two cores.
 test: $(VENV)/.installed-test browser-deps cache
-	$(call pytest,tests -m "not html")
+	$(call pytest,tests -m "not html and not colab")
 	$(call pytest,$(NBVAL))
 	$(call pytest,tests -m html)
+
+# Every chapter as a Colab reader runs it: the package installed from its wheel into a fresh
+# virtualenv, a stand-in google.colab, bert-base-uncased and the MultiBERTs names served at their
+# exact shapes (random weights) from $$BERTFLOW_MODELS, the first 20 pairs of every split.
+test-colab: $(VENV)/.installed-test cache
+	$(call pytest,tests/test_colab_path.py -m colab -p no:randomly)
 
 # The chapters' nbval check under perturbations that change floating point the way another CPU
 # does, each against the same warm cache and each required to pass: 1 thread instead of 2
 # (OpenBLAS splits its sums by thread; torch's thread count follows OMP_NUM_THREADS); OpenBLAS's
 # kernels for older CPUs (numpy and scipy use OpenBLAS; Zen and Haswell give this CPU's own
-# results, SkylakeX needs AVX-512); and all at once with MKL's compatible code path (torch's
-# matrix products use MKL) and torch's own kernels without AVX2 (layer norm, softmax). Each run
-# takes as long as the chapters and ends with how far the numbers moved, as a share of their tolerance.
-# One perturbation, one chapter: make test-portability PERTURBATIONS=MKL_CBWR=COMPATIBLE NOTEBOOKS=book/04-….ipynb
+# results, SkylakeX needs AVX-512); MKL's AVX2 code path (torch's matrix products use MKL: an
+# AVX-512 Xeon and an AMD EPYC take different ones); and all at once with MKL's compatible code
+# path and torch's own kernels without AVX2 (layer norm, softmax). Each run takes as long as the
+# chapters and ends with how far the numbers moved, as a share of their tolerance.
+# One perturbation, one chapter: make test-portability PERTURBATIONS=MKL_CBWR=AVX2 NOTEBOOKS=book/04-….ipynb
 THREADS = OMP_NUM_THREADS=$(1),MKL_NUM_THREADS=$(1),OPENBLAS_NUM_THREADS=$(1)
-PERTURBATIONS ?= $(call THREADS,1) OPENBLAS_CORETYPE=Sandybridge \
+PERTURBATIONS ?= $(call THREADS,1) OPENBLAS_CORETYPE=Sandybridge MKL_CBWR=AVX2 \
 	$(call THREADS,1),OPENBLAS_CORETYPE=Prescott,MKL_CBWR=COMPATIBLE,ATEN_CPU_CAPABILITY=default
 test-portability: $(VENV)/.installed-test cache
 	@failed=""; for p in $(PERTURBATIONS); do \

@@ -8,6 +8,7 @@
 Reads the model from $BERTFLOW_MODELS/all-MiniLM-L6-v2 and GloVe from
 $BERTFLOW_DATA/glove/glove.6B.50d.subset.txt.gz (the shared mirror; nothing is downloaded).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,9 @@ def minilm_embeddings(folder: Path) -> tuple[np.ndarray, list[str]]:
     from transformers import AutoModel, AutoTokenizer
 
     if not folder.is_dir():
-        raise FileNotFoundError(f"model folder {folder} not found (set BERTFLOW_MODELS)")
+        raise FileNotFoundError(
+            f"model folder {folder} not found (set BERTFLOW_MODELS)"
+        )
     model = AutoModel.from_pretrained(folder)
     vocab = AutoTokenizer.from_pretrained(folder).get_vocab()
     words = [w for w, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
@@ -66,10 +69,15 @@ def glove_embeddings(path: Path) -> tuple[np.ndarray, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--skip-random", action="store_true")
-    parser.add_argument("--smoke", action="store_true",
-                        help="the first 5000 rows of each table: checks the script end to end (figures mean nothing)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the first 5000 rows of each table: checks the script end to end (figures mean nothing)",
+    )
     args = parser.parse_args(argv)
     rows = 5000 if args.smoke else None  # None: every row
     pd.set_option("display.width", 140, "display.precision", 3)
@@ -81,17 +89,30 @@ def main(argv: list[str] | None = None) -> None:
 
         tok = AutoTokenizer.from_pretrained(models / "all-MiniLM-L6-v2")
         n, dim = (rows, 32) if args.smoke else (30000, 768)
-        words = [w for w, _ in sorted(tok.get_vocab().items(), key=lambda kv: kv[1])][:n]
-        E = np.random.default_rng(0).normal(size=(n, dim)).astype(np.float32) / np.sqrt(dim)
-        _timed(f"frequency_table, {n}×{dim} random float32 (BERT vocab as words)",
-               lambda: frequency_table(E, words))
+        words = [w for w, _ in sorted(tok.get_vocab().items(), key=lambda kv: kv[1])][
+            :n
+        ]
+        E = np.random.default_rng(0).normal(size=(n, dim)).astype(np.float32) / np.sqrt(
+            dim
+        )
+        _timed(
+            f"frequency_table, {n}×{dim} random float32 (BERT vocab as words)",
+            lambda: frequency_table(E, words),
+        )
 
-    print("\npublished, bert-base (Li et al. 2020, Table 1)\n", published_table1(), sep="")
+    print(
+        "\npublished, bert-base (Li et al. 2020, Table 1)\n", published_table1(), sep=""
+    )
 
-    E, words = _timed("load all-MiniLM-L6-v2", lambda: minilm_embeddings(models / "all-MiniLM-L6-v2"))
+    E, words = _timed(
+        "load all-MiniLM-L6-v2", lambda: minilm_embeddings(models / "all-MiniLM-L6-v2")
+    )
     E, words = E[:rows], words[:rows]
     print("whole-word filter:", exclusion_counts(words))
-    table = _timed(f"frequency_table, all-MiniLM-L6-v2 {E.shape}", lambda: frequency_table(E, words))
+    table = _timed(
+        f"frequency_table, all-MiniLM-L6-v2 {E.shape}",
+        lambda: frequency_table(E, words),
+    )
     print(table)
     print("Spearman(frequency, norm):", frequency_norm_correlation(E, words))
 
@@ -99,7 +120,9 @@ def main(argv: list[str] | None = None) -> None:
     E, words = _timed("load GloVe 6B 50d subset", lambda: glove_embeddings(glove))
     E, words = E[:rows], words[:rows]
     print("whole-word filter:", exclusion_counts(words))
-    table = _timed(f"frequency_table, GloVe {E.shape}", lambda: frequency_table(E, words))
+    table = _timed(
+        f"frequency_table, GloVe {E.shape}", lambda: frequency_table(E, words)
+    )
     print(table)
     print("Spearman(frequency, norm):", frequency_norm_correlation(E, words))
 

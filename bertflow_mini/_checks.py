@@ -1,11 +1,14 @@
 """Input checks shared by every module: bad numbers fail loudly, early, with a clear message."""
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
 
-def check_matrix(x, name: str = "x", dim: int | None = None, min_rows: int = 1) -> np.ndarray:
+def check_matrix(
+    x, name: str = "x", dim: int | None = None, min_rows: int = 1
+) -> np.ndarray:
     """Return ``x`` as a 2-D float array, or raise ``ValueError``.
 
     Rejects wrong rank, a wrong number of columns (when ``dim`` is given), too few rows,
@@ -28,12 +31,16 @@ def check_matrix(x, name: str = "x", dim: int | None = None, min_rows: int = 1) 
     return x if x.dtype.kind == "f" else x.astype(np.float64)
 
 
-def check_tensor(x: torch.Tensor, name: str = "x", dim: int | None = None) -> torch.Tensor:
+def check_tensor(
+    x: torch.Tensor, name: str = "x", dim: int | None = None
+) -> torch.Tensor:
     """Torch twin of :func:`check_matrix` for code that stays on the GPU: shape and finiteness."""
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D (n, d) tensor, got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must be a 2-D (n, d) tensor, got shape {tuple(x.shape)}"
+        )
     if dim is not None and x.shape[1] != dim:
         raise ValueError(f"{name} must have {dim} columns, got shape {tuple(x.shape)}")
     if not torch.isfinite(x).all():

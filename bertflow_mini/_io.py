@@ -1,16 +1,20 @@
 """Where the package keeps files, and how it writes them: atomically, so a crash never leaves half a file."""
+
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 
 def cache_dir(*parts: str) -> Path:
     """The user cache, ``$BERTFLOW_CACHE`` or ``~/.cache/bertflow_mini``, with ``parts`` appended (created)."""
-    root = Path(os.environ.get("BERTFLOW_CACHE") or Path.home() / ".cache" / "bertflow_mini")
+    root = Path(
+        os.environ.get("BERTFLOW_CACHE") or Path.home() / ".cache" / "bertflow_mini"
+    )
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -25,7 +29,9 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+    )
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -33,8 +39,34 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
         # mkstemp creates the file private (0600); give it the target's mode, or the usual one
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp_path, target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~umask)
+        os.chmod(
+            tmp_path,
+            target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~umask,
+        )
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+@contextmanager
+def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield an empty staging folder beside ``target``; on success it is renamed onto ``target``.
+
+    The folder appears complete or not at all. When ``target`` already exists on success (another
+    process finished the same work first), theirs is kept and the staging folder is discarded; on
+    an exception the staging folder is removed and ``target`` is left as it was.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(
+        tempfile.mkdtemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".partial"
+        )
+    )
+    try:
+        yield staging
+        if not target.exists():
+            os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

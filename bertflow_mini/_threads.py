@@ -4,10 +4,11 @@ The book's small models (the flow's 32-wide couplings, the toy softmax models, t
 tiny matrix products: extra threads only add synchronisation, and on a busy 2-core machine (a
 shared CI runner) they make every step about 10× slower.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import torch
 

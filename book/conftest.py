@@ -1,10 +1,10 @@
 """nbval runs the chapters: ``python -m pytest --nbval-lax -p no:randomly book/`` (what ``make test`` runs).
 
 nbval executes every code cell of a chapter, in order, in one fresh kernel per chapter: an error in
-any cell fails. A cell marked ``# NBVAL_CHECK_OUTPUT`` (nbval's own marker) has its fresh output
-compared with the committed one, in the same execution:
+any cell fails. A cell tagged ``nbval-check-output`` (nbval's own tag, in the cell's metadata where
+readers never see it) has its fresh output compared with the committed one, in the same execution:
 
-- without a ``# tolerance: …`` line, by nbval itself, exactly;
+- without a ``tolerance`` in its metadata, by nbval itself, exactly;
 - with one (numbers from training or floating-point sums), by
   :func:`bertflow_mini.chapters.output_check.compare_cell`: the words exactly, each number within the
   tolerance the line states. Figures are not compared (nbval skips ``image/png`` too).
@@ -28,11 +28,11 @@ from nbval.kernel import RunningKernel
 from nbval.plugin import IPyNbCell
 
 from bertflow_mini.chapters.output_check import (
-    TOLERANCE_LINE,
+    TOLERANCE_KEY,
     Drift,
+    cell_tolerance,
     compare_cell,
     drift_report,
-    parse_marker,
 )
 
 # Read by every kernel nbval starts from here on (a kernel inherits this process's environment).
@@ -67,9 +67,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def tolerant_compare(
     item: IPyNbCell, test: list, ref: list, skip_compare: object = None
 ) -> bool:
-    """Stands in for nbval's ``IPyNbCell.compare_outputs`` on a cell with a ``# tolerance:`` line."""
+    """Stands in for nbval's ``IPyNbCell.compare_outputs`` on a cell with a tolerance."""
     mismatches, drifts = compare_cell(
-        {"source": item.cell.source, "outputs": ref},
+        {"source": item.cell.source, "metadata": item.cell.metadata, "outputs": ref},
         {"outputs": test},
         f"{item.path.name}:Cell {item.cell_num}",
     )
@@ -91,15 +91,13 @@ def pytest_collection_modifyitems(
     ]
     for item in cells:
         item.output_timeout = OUTPUT_TIMEOUT
-        try:
-            checked = parse_marker(item.cell.source) is not None
-        except (
-            ValueError
-        ) as err:  # a misspelt tolerance must not fall back to another check
+        try:  # a misspelt tolerance must not fall back to another check
+            checked = cell_tolerance(item.cell) is not None
+        except ValueError as err:
             raise pytest.UsageError(
                 f"{item.path.name}:Cell {item.cell_num}: {err}"
             ) from None
-        if checked and TOLERANCE_LINE.search(item.cell.source):
+        if checked and TOLERANCE_KEY in item.cell.metadata:
             item.compare_outputs = partial(tolerant_compare, item)
 
 

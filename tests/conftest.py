@@ -1,5 +1,6 @@
 """Shared test fixtures: the local mirror, a private embedding cache per test, a tiny BERT made
 offline, and a small copy of the real STS data for fast end-to-end runs."""
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,12 @@ try:
 except ImportError:  # pragma: no cover - hypothesis is a test requirement
     pass
 else:
-    _hypothesis_settings.register_profile("bertflow", max_examples=30, deadline=None, database=None)
-    _hypothesis_settings.register_profile("thorough", max_examples=1000, deadline=None, database=None)
+    _hypothesis_settings.register_profile(
+        "bertflow", max_examples=30, deadline=None, database=None
+    )
+    _hypothesis_settings.register_profile(
+        "thorough", max_examples=1000, deadline=None, database=None
+    )
     _hypothesis_settings.load_profile("bertflow")
 
 #: Tests with these markers (declared in pyproject.toml) run the chapters against the real, warm user cache.
@@ -45,7 +50,9 @@ def need(path: Path) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _private_cache(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+def _private_cache(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every test gets its own empty embedding/data cache (its ``tmp_path``), never ~/.cache and never
     another test's: a test cannot pass or fail because of what an earlier test cached.
 
@@ -54,7 +61,9 @@ def _private_cache(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     """
     if any(request.node.get_closest_marker(m) for m in REAL_CACHE_MARKERS):
         return
-    monkeypatch.setenv("BERTFLOW_CACHE", str(request.getfixturevalue("tmp_path") / "cache"))
+    monkeypatch.setenv(
+        "BERTFLOW_CACHE", str(request.getfixturevalue("tmp_path") / "cache")
+    )
 
 
 @pytest.fixture()
@@ -67,7 +76,12 @@ def one_torch_thread():
 
 
 def save_tiny_bert(
-    out: Path, seed: int = 0, layers: int = 2, hidden: int = 32, heads: int = 2, intermediate: int = 64
+    out: Path,
+    seed: int = 0,
+    layers: int = 2,
+    hidden: int = 32,
+    heads: int = 2,
+    intermediate: int = 64,
 ) -> Path:
     """A randomly initialised BERT with bert-base-uncased's real vocabulary, tokenizer and config, shrunk
     to ``layers`` layers × ``hidden`` wide, saved in Hugging Face format under ``out``: the bert-base
@@ -77,9 +91,17 @@ def save_tiny_bert(
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     config = BertConfig.from_pretrained(TOKENIZER_DIR)
-    assert config.vocab_size == 30522 and config.num_hidden_layers == 12  # really bert-base's config
-    config.update(dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                       intermediate_size=intermediate))
+    assert (
+        config.vocab_size == 30522 and config.num_hidden_layers == 12
+    )  # really bert-base's config
+    config.update(
+        dict(
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            intermediate_size=intermediate,
+        )
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = BertModel(config).eval()
@@ -112,22 +134,30 @@ def mini_data(tmp_path_factory) -> Path:
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
-    def lines(path: Path) -> list[str]:  # split at newlines only, as the loaders read (not at U+2028 …)
+    def lines(
+        path: Path,
+    ) -> list[str]:  # split at newlines only, as the loaders read (not at U+2028 …)
         with open(path, encoding="utf-8") as f:
             return f.read().removesuffix("\n").split("\n")
 
     for f in sorted((DATA_DIR / "sts" / "STSBenchmark").glob("sts-*.csv")):
         write(root / "sts" / "STSBenchmark" / f.name, lines(f)[: MINI_PAIRS["stsb"]])
     for f in sorted((DATA_DIR / "sick").glob("SICK_*.txt")):
-        write(root / "sick" / f.name, lines(f)[: MINI_PAIRS["sick"] + 1])  # + the header line
-    from bertflow_mini.data.datasets import STS_SUBSETS  # SentEval's subsets (the folders hold more, e.g. STS12's ALL)
+        write(
+            root / "sick" / f.name, lines(f)[: MINI_PAIRS["sick"] + 1]
+        )  # + the header line
+    from bertflow_mini.data.pairs import (
+        STS_SUBSETS,
+    )  # SentEval's subsets (the folders hold more, e.g. STS12's ALL)
 
     for year in STS_YEARS:
         prefix = "STS2016" if year == "STS16" else "STS"
         for subset in STS_SUBSETS[year]:
             input_file = DATA_DIR / "sts" / year / f"{prefix}.input.{subset}.txt"
             gold_file = input_file.with_name(f"{prefix}.gs.{subset}.txt")
-            scored = [(p, g) for p, g in zip(lines(input_file), lines(gold_file)) if g.strip()][: MINI_PAIRS["sts"]]
+            scored = [
+                (p, g) for p, g in zip(lines(input_file), lines(gold_file)) if g.strip()
+            ][: MINI_PAIRS["sts"]]
             write(root / "sts" / year / input_file.name, [p for p, _ in scored])
             write(root / "sts" / year / gold_file.name, [g for _, g in scored])
     if (DATA_DIR / "glove").is_dir():
@@ -139,9 +169,17 @@ def raw_pairs(root: Path, task: str, split: str) -> list[tuple[str, str, float]]
     """(sentence 1, sentence 2, gold) read straight from a mirror's STS-B or SICK file, without the
     package's loaders: an independent view of the data for oracles."""
     if task == "STSB":
-        lines = (root / "sts" / "STSBenchmark" / f"sts-{split}.csv").read_text(encoding="utf-8").split("\n")[:-1]
+        lines = (
+            (root / "sts" / "STSBenchmark" / f"sts-{split}.csv")
+            .read_text(encoding="utf-8")
+            .split("\n")[:-1]
+        )
         return [(f[5], f[6], float(f[4])) for f in (line.split("\t") for line in lines)]
-    name = {"train": "SICK_train.txt", "trial": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}[split]
+    name = {
+        "train": "SICK_train.txt",
+        "trial": "SICK_trial.txt",
+        "test": "SICK_test_annotated.txt",
+    }[split]
     lines = (root / "sick" / name).read_text(encoding="utf-8").split("\n")[1:-1]
     return [(f[1], f[2], float(f[3])) for f in (line.split("\t") for line in lines)]
 
@@ -156,6 +194,36 @@ def raw_sts_year(root: Path, year: str) -> dict[str, list[tuple[str, str, float]
         if subset == "ALL":  # STS12 ships the concatenation of its subsets too
             continue
         golds = gold_file.read_text(encoding="utf-8").split("\n")
-        inputs = gold_file.with_name(f"{prefix}.input.{subset}.txt").read_text(encoding="utf-8").split("\n")
-        out[subset] = [(*i.split("\t")[:2], float(g)) for i, g in zip(inputs, golds) if g.strip()]
+        inputs = (
+            gold_file.with_name(f"{prefix}.input.{subset}.txt")
+            .read_text(encoding="utf-8")
+            .split("\n")
+        )
+        out[subset] = [
+            (*i.split("\t")[:2], float(g)) for i, g in zip(inputs, golds) if g.strip()
+        ]
     return out
+
+
+@pytest.fixture()
+def _restore_global_state():
+    """A chapter's set-up seeds the global generators, styles matplotlib and may set torch's
+    thread count: give all of it back afterwards."""
+    import random
+
+    import matplotlib
+    import numpy as np
+    import torch
+
+    py, np_state, torch_state = (
+        random.getstate(),
+        np.random.get_state(),
+        torch.get_rng_state(),
+    )
+    threads = torch.get_num_threads()
+    with matplotlib.rc_context():
+        yield
+    random.setstate(py)
+    np.random.set_state(np_state)
+    torch.set_rng_state(torch_state)
+    torch.set_num_threads(threads)

@@ -1,4 +1,5 @@
 """The shared input checks (``_checks``) and the torch thread-count guard (``_threads``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,18 +16,27 @@ def test_check_matrix_passes_good_input_through():
     ints = check_matrix([[1, 2], [3, 4]])
     assert ints.dtype == np.float64 and ints.tolist() == [[1.0, 2.0], [3.0, 4.0]]
     t = torch.ones(2, 3, requires_grad=True)
-    np.testing.assert_array_equal(check_matrix(t, dim=3), np.ones((2, 3), dtype=np.float32))
+    np.testing.assert_array_equal(
+        check_matrix(t, dim=3), np.ones((2, 3), dtype=np.float32)
+    )
 
 
-@pytest.mark.parametrize("x,kwargs,message", [
-    (np.zeros(3), {}, r"x must be a 2-D \(n, d\) matrix, got shape \(3,\)"),
-    (np.zeros((2, 3, 1)), {}, "2-D"),
-    (np.zeros((2, 3)), {"dim": 4}, r"must have 4 columns, got shape \(2, 3\)"),
-    (np.zeros((2, 3)), {"min_rows": 3}, "needs at least 3 rows, got 2"),
-    (np.array([["a", "b"]]), {}, "must be numeric"),
-    (np.array([[True, False]]), {}, "must be numeric"),
-    (np.array([[1.0, np.nan], [0.0, 1.0], [np.inf, -np.inf]]), {}, r"NaN or infinity in 2 row\(s\)"),
-])
+@pytest.mark.parametrize(
+    "x,kwargs,message",
+    [
+        (np.zeros(3), {}, r"x must be a 2-D \(n, d\) matrix, got shape \(3,\)"),
+        (np.zeros((2, 3, 1)), {}, "2-D"),
+        (np.zeros((2, 3)), {"dim": 4}, r"must have 4 columns, got shape \(2, 3\)"),
+        (np.zeros((2, 3)), {"min_rows": 3}, "needs at least 3 rows, got 2"),
+        (np.array([["a", "b"]]), {}, "must be numeric"),
+        (np.array([[True, False]]), {}, "must be numeric"),
+        (
+            np.array([[1.0, np.nan], [0.0, 1.0], [np.inf, -np.inf]]),
+            {},
+            r"NaN or infinity in 2 row\(s\)",
+        ),
+    ],
+)
 def test_check_matrix_rejects_each_bad_input_with_a_value_error(x, kwargs, message):
     with pytest.raises(ValueError, match=message):
         check_matrix(x, **kwargs)
@@ -40,10 +50,12 @@ def test_check_matrix_names_the_argument():
 def test_check_tensor():
     x = torch.zeros(4, 3)
     assert check_tensor(x, dim=3) is x
-    for bad, message in [(np.zeros((4, 3)), "must be a torch.Tensor, got ndarray"),
-                         (torch.zeros(4), r"2-D \(n, d\) tensor, got shape \(4,\)"),
-                         (torch.zeros(4, 2), "must have 3 columns"),
-                         (torch.tensor([[0.0, float("nan"), 0.0]]), "NaN or infinity")]:
+    for bad, message in [
+        (np.zeros((4, 3)), "must be a torch.Tensor, got ndarray"),
+        (torch.zeros(4), r"2-D \(n, d\) tensor, got shape \(4,\)"),
+        (torch.zeros(4, 2), "must have 3 columns"),
+        (torch.tensor([[0.0, float("nan"), 0.0]]), "NaN or infinity"),
+    ]:
         with pytest.raises(ValueError, match=message):
             check_tensor(bad, dim=3)
 

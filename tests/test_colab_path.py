@@ -12,12 +12,13 @@ checked against an independent computation, not for range.
 The install cell must install something that exists: the package named in ``pyproject.toml``, from
 the repository URL in ``_config.yml``, with dependencies that cover everything the package imports.
 """
+
 from __future__ import annotations
 
 import ast
 import importlib.metadata
 import json
-import random
+import os
 import re
 import runpy
 import shlex
@@ -25,7 +26,6 @@ import sys
 import types
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 import pytest
 import torch
@@ -49,7 +49,11 @@ COLAB_MODEL = "bert-base-uncased"
 BERT_BASE_METHODS = ["none", "flow", "whitening", "whitening-256", "abtt"]
 #: Published STS-B and STS12 (wmean) for bert-base, first-last average, typed from the papers:
 #: Li et al. 2020 Table 2 (raw and flow, target) and Su et al. 2021 (whitening-256, target).
-PAPER_ROWS = {"raw": (59.04, 57.84), "flow (target)": (70.72, 63.48), "whitening-256 (target)": (71.43, 63.89)}
+PAPER_ROWS = {
+    "raw": (59.04, 57.84),
+    "flow (target)": (70.72, 63.48),
+    "whitening-256 (target)": (71.43, 63.89),
+}
 #: Package modules that only build the book (``make book``): they may need the ``book`` extra.
 BOOK_TOOLS = {"execute"}
 
@@ -60,22 +64,10 @@ def bert_base_mirror(tmp_path_factory) -> Path:
     from conftest import save_tiny_bert
 
     mirror = tmp_path_factory.mktemp("colab-mirror")
-    save_tiny_bert(mirror / COLAB_MODEL, layers=3, hidden=768, heads=12, intermediate=3072)
+    save_tiny_bert(
+        mirror / COLAB_MODEL, layers=3, hidden=768, heads=12, intermediate=3072
+    )
     return mirror
-
-
-@pytest.fixture()
-def _restore_global_state():
-    """A chapter's set-up seeds the global generators, styles matplotlib and may set torch's
-    thread count: give all of it back afterwards."""
-    py, np_state, torch_state = random.getstate(), np.random.get_state(), torch.get_rng_state()
-    threads = torch.get_num_threads()
-    with matplotlib.rc_context():
-        yield
-    random.setstate(py)
-    np.random.set_state(np_state)
-    torch.set_rng_state(torch_state)
-    torch.set_num_threads(threads)
 
 
 # ----------------------------------------------------------------------------- the first cell
@@ -87,7 +79,7 @@ def first_cell(chapter: Path) -> str:
 def colab_edit(source: str, model: str = COLAB_MODEL) -> str:
     """The one edit a chapter asks a Colab reader to make: its first ``MODEL = …`` statement (one
     line, or several when a formatter wrapped it in parentheses) names ``model``."""
-    match = re.search(r"^MODEL\s*=", source, re.M)
+    match = re.search(r"^MODEL\s*=", source, re.MULTILINE)
     assert match, "no `MODEL = …` line in the first code cell"
     end, depth = match.end(), 0
     while end < len(source) and not (source[end] == "\n" and depth == 0):
@@ -96,7 +88,11 @@ def colab_edit(source: str, model: str = COLAB_MODEL) -> str:
             continue
         depth += (source[end] in "([{") - (source[end] in ")]}")
         end += 1
-    line = f"MODEL = setup({model!r})" if "setup(" in source[match.end() : end] else f"MODEL = {model!r}"
+    code = re.sub(
+        r"#[^\n]*", "", source[match.end() : end]
+    )  # the statement without comments
+    call = re.search(r"\b((?:[A-Za-z_]\w*\.)*setup)\(", code)  # setup( or bf.setup(
+    line = f"MODEL = {call.group(1)}({model!r})" if call else f"MODEL = {model!r}"
     return source[: match.start()] + line + source[end:]
 
 
@@ -109,9 +105,13 @@ class RecordingShell:
         self.magics: list[tuple[str, str]] = []
 
     def run_line_magic(self, name: str, line: str, _stack_depth: int = 1) -> None:
-        from IPython.utils.text import DollarFormatter  # what InteractiveShell.var_expand uses
+        from IPython.utils.text import (
+            DollarFormatter,  # what InteractiveShell.var_expand uses
+        )
 
-        self.magics.append((name, DollarFormatter().vformat(line, args=[], kwargs=self.namespace)))
+        self.magics.append(
+            (name, DollarFormatter().vformat(line, args=[], kwargs=self.namespace))
+        )
 
 
 def run_cell(source: str) -> tuple[dict, RecordingShell]:
@@ -121,13 +121,16 @@ def run_cell(source: str) -> tuple[dict, RecordingShell]:
     namespace: dict = {"__name__": "__main__"}
     shell = RecordingShell(namespace)
     namespace["get_ipython"] = lambda: shell
-    exec(compile(TransformerManager().transform_cell(source), "<first cell>", "exec"), namespace)
+    code = compile(TransformerManager().transform_cell(source), "<first cell>", "exec")
+    exec(code, namespace)  # noqa: S102 (a notebook cell, as IPython runs it)
     return namespace, shell
 
 
 @pytest.mark.usefixtures("_restore_global_state")
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name[:2])
-def test_first_cell_with_bert_base_sets_up_and_installs_only_in_colab(chapter, bert_base_mirror, monkeypatch, capsys):
+def test_first_cell_with_bert_base_sets_up_and_installs_only_in_colab(
+    chapter, bert_base_mirror, monkeypatch, capsys
+):
     monkeypatch.setenv("BERTFLOW_MODELS", str(bert_base_mirror))
     source = colab_edit(first_cell(chapter))
 
@@ -135,7 +138,10 @@ def test_first_cell_with_bert_base_sets_up_and_installs_only_in_colab(chapter, b
     namespace, shell = run_cell(source)
     assert [name for name, _ in shell.magics if name == "pip"] == []
     assert namespace["MODEL"] == COLAB_MODEL
-    assert f"model : {COLAB_MODEL}  (named in the chapter) [local mirror ($BERTFLOW_MODELS)]" in capsys.readouterr().out.splitlines()
+    assert (
+        f"model : {COLAB_MODEL}  (named in the chapter) [local mirror ($BERTFLOW_MODELS)]"
+        in capsys.readouterr().out.splitlines()
+    )
 
     # In Colab (google.colab imported): one `%pip install` of this package from the configured repository.
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
@@ -143,30 +149,48 @@ def test_first_cell_with_bert_base_sets_up_and_installs_only_in_colab(chapter, b
     installs = [shlex.split(line) for name, line in shell.magics if name == "pip"]
     assert len(installs) == 1 and installs[0][0] == "install", shell.magics
     requirement = Requirement(installs[0][-1])
-    assert canonicalize_name(requirement.name) == canonicalize_name(PYPROJECT["project"]["name"])
+    assert canonicalize_name(requirement.name) == canonicalize_name(
+        PYPROJECT["project"]["name"]
+    )
     url = f"git+{CONFIG['repository']['url']}"
-    assert requirement.url in (url, f"{url}@{CONFIG['repository']['branch']}"), requirement.url
+    assert requirement.url in (url, f"{url}@{CONFIG['repository']['branch']}"), (
+        requirement.url
+    )
     assert namespace["MODEL"] == COLAB_MODEL
 
 
 def test_colab_edit_handles_each_form_of_the_model_line():
-    assert colab_edit('MODEL = "scratch-bert"  # in Colab, ...\nsetup(MODEL)') == "MODEL = 'bert-base-uncased'\nsetup(MODEL)"
-    assert colab_edit("x = 1\nMODEL = setup()\n") == "x = 1\nMODEL = setup('bert-base-uncased')\n"
+    assert (
+        colab_edit('MODEL = "scratch-bert"  # in Colab, ...\nsetup(MODEL)')
+        == "MODEL = 'bert-base-uncased'\nsetup(MODEL)"
+    )
+    assert (
+        colab_edit("x = 1\nMODEL = setup()\n")
+        == "x = 1\nMODEL = setup('bert-base-uncased')\n"
+    )
     wrapped = 'MODEL = (\n    setup()\n)  # here; setup("name") (for another\nx = 1\n'  # as ruff wraps it
     assert colab_edit(wrapped) == "MODEL = setup('bert-base-uncased')\nx = 1\n"
+    assert (
+        colab_edit("MODEL = bf.setup()  # here\n")
+        == "MODEL = bf.setup('bert-base-uncased')\n"
+    )
     with pytest.raises(AssertionError, match="no `MODEL"):
         colab_edit("setup()")
 
 
 # ----------------------------------------------------------------------------- loading and reproducing
-def test_bert_base_loads_from_the_mirror_with_its_width_and_vocabulary(bert_base_mirror, monkeypatch):
+def test_bert_base_loads_from_the_mirror_with_its_width_and_vocabulary(
+    bert_base_mirror, monkeypatch
+):
     from bertflow_mini.encoders.names import load_encoder
 
     monkeypatch.setenv("BERTFLOW_MODELS", str(bert_base_mirror))
     encoder = load_encoder(COLAB_MODEL, device="cpu")
     assert (encoder.name, encoder.dim, encoder.n_layers) == (COLAB_MODEL, 768, 3)
     assert Path(encoder.source) == (bert_base_mirror / COLAB_MODEL).resolve()
-    assert len(encoder.tokenizer) == 30522 and encoder.tokenizer.tokenize("Unaffable") == ["una", "##ffa", "##ble"]
+    assert len(encoder.tokenizer) == 30522 and encoder.tokenizer.tokenize(
+        "Unaffable"
+    ) == ["una", "##ffa", "##ble"]
 
 
 def first_last_avg(folder: Path, sentences: list[str]) -> np.ndarray:
@@ -174,12 +198,19 @@ def first_last_avg(folder: Path, sentences: list[str]) -> np.ndarray:
     the mean over tokens of the first and the last transformer layers' outputs."""
     from transformers import AutoModel, AutoTokenizer
 
-    tokenizer, model = AutoTokenizer.from_pretrained(folder), AutoModel.from_pretrained(folder).eval()
+    tokenizer, model = (
+        AutoTokenizer.from_pretrained(folder),
+        AutoModel.from_pretrained(folder).eval(),
+    )
     rows = []
     with torch.no_grad():
         for sentence in sentences:
-            batch = tokenizer(sentence, truncation=True, max_length=64, return_tensors="pt")
-            hidden = model(**batch, output_hidden_states=True).hidden_states  # [0] is the embedding output
+            batch = tokenizer(
+                sentence, truncation=True, max_length=64, return_tensors="pt"
+            )
+            hidden = model(
+                **batch, output_hidden_states=True
+            ).hidden_states  # [0] is the embedding output
             rows.append(((hidden[1] + hidden[-1]) / 2)[0].mean(0).double().numpy())
     return np.stack(rows)
 
@@ -203,43 +234,63 @@ def python_m_bertflow_mini(args: list[str], monkeypatch, capsys) -> str:
 
 @pytest.mark.slow  # a 768-wide model and 768 × 768 whitening fits: ~20 s on a quiet 2-core CPU
 @pytest.mark.usefixtures("one_torch_thread")
-def test_reproduce_with_bert_base_matches_an_independent_computation(bert_base_mirror, mini_data, monkeypatch, capsys):
+def test_reproduce_with_bert_base_matches_an_independent_computation(
+    bert_base_mirror, mini_data, monkeypatch, capsys
+):
     from conftest import raw_pairs, raw_sts_year
 
     monkeypatch.setenv("BERTFLOW_MODELS", str(bert_base_mirror))
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     command = ["reproduce", "--model", COLAB_MODEL, "--tasks", "STSB STS12"]
-    result = json.loads(python_m_bertflow_mini([*command, "--json"], monkeypatch, capsys))
+    result = json.loads(
+        python_m_bertflow_mini([*command, "--json"], monkeypatch, capsys)
+    )
 
     # The table has the paper's shape for bert-base, with the Avg. of each row.
-    assert (result["model"], result["pooling"], result["fit"]) == (COLAB_MODEL, "first-last-avg", "target")
+    assert (result["model"], result["pooling"], result["fit"]) == (
+        COLAB_MODEL,
+        "first-last-avg",
+        "target",
+    )
     assert list(result["mean"]) == BERT_BASE_METHODS
     for method, row in result["mean"].items():
         assert list(row) == ["STSB", "STS12", "Avg."], method
         assert row["Avg."] == pytest.approx((row["STSB"] + row["STS12"]) / 2, abs=1e-9)
-        assert all(v == 0 for v in result["std"][method].values())  # one seed: no spread
+        assert all(
+            v == 0 for v in result["std"][method].values()
+        )  # one seed: no spread
 
     # The raw row: cosine of first-last averages, Spearman against the gold scores (scipy), computed
     # here from the model folder and the raw files. STS12 is the subset-size-weighted mean (wmean).
     folder = bert_base_mirror / COLAB_MODEL
     stsb = cosine_spearman(folder, raw_pairs(mini_data, "STSB", "test"))
     subsets = raw_sts_year(mini_data, "STS12")
-    sts12 = sum(len(t) * cosine_spearman(folder, t) for t in subsets.values()) / sum(map(len, subsets.values()))
+    sts12 = sum(len(t) * cosine_spearman(folder, t) for t in subsets.values()) / sum(
+        map(len, subsets.values())
+    )
     assert result["mean"]["none"]["STSB"] == pytest.approx(stsb, abs=1e-6)
     assert result["mean"]["none"]["STS12"] == pytest.approx(sts12, abs=1e-6)
 
     # The paper's rows are printed beside ours, in our columns.
     published = {(row["STSB"], row["STS12"]) for row in result["published"].values()}
     assert set(PAPER_ROWS.values()) <= published, published
-    assert all(list(row) == ["STSB", "STS12", "Avg."] for row in result["published"].values())
+    assert all(
+        list(row) == ["STSB", "STS12", "Avg."] for row in result["published"].values()
+    )
 
     # What the reader sees without --json (raw row only, to spare a second round of fits): the same
     # numbers to two decimals, and the paper's beside them.
     text = python_m_bertflow_mini([*command, "--methods", "none"], monkeypatch, capsys)
-    assert text.startswith(f"model: {COLAB_MODEL}   pooling: first-last-avg   fit: target")
-    none_row = next(line.split() for line in text.splitlines() if line.startswith("none "))
+    assert text.startswith(
+        f"model: {COLAB_MODEL}   pooling: first-last-avg   fit: target"
+    )
+    none_row = next(
+        line.split() for line in text.splitlines() if line.startswith("none ")
+    )
     assert none_row[1:] == [f"{v:.2f}" for v in result["mean"]["none"].values()]
-    assert "published (Li et al. 2020" in text and all(f"{v:.2f}" in text for v in PAPER_ROWS["flow (target)"])
+    assert "published (Li et al. 2020" in text and all(
+        f"{v:.2f}" in text for v in PAPER_ROWS["flow (target)"]
+    )
 
 
 # ----------------------------------------------------------------------------- what pip installs
@@ -250,14 +301,21 @@ def third_party_imports(path: Path) -> dict[str, bool]:
     if path.suffix == ".ipynb":
         from IPython.core.inputtransformer2 import TransformerManager
 
-        cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
-        tree = ast.parse("\n".join(TransformerManager().transform_cell("".join(c["source"])) for c in cells))
+        cells = [
+            c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"
+        ]
+        tree = ast.parse(
+            "\n".join(
+                TransformerManager().transform_cell("".join(c["source"])) for c in cells
+            )
+        )
     else:
         tree = ast.parse(path.read_text())
     optional = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Try) and any(
-            h.type is None or re.search(r"\b(ImportError|ModuleNotFoundError)\b", ast.unparse(h.type))
+            h.type is None
+            or re.search(r"\b(ImportError|ModuleNotFoundError)\b", ast.unparse(h.type))
             for h in node.handlers
         ):
             optional |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
@@ -282,7 +340,9 @@ def declared(requirements: list[str]) -> set[str]:
 def test_declared_dependencies_cover_every_import_of_the_package():
     core = declared(PYPROJECT["project"]["dependencies"])
     book = declared(PYPROJECT["project"]["optional-dependencies"]["book"])
-    distributions = importlib.metadata.packages_distributions()  # import name -> installed distributions
+    distributions = (
+        importlib.metadata.packages_distributions()
+    )  # import name -> installed distributions
     missing, used = [], set()
     for module in sorted((REPO / "bertflow_mini").rglob("*.py")):
         allowed = core | book if module.stem in BOOK_TOOLS else core
@@ -290,7 +350,9 @@ def test_declared_dependencies_cover_every_import_of_the_package():
             dists = {canonicalize_name(d) for d in distributions.get(name, [])}
             if optional and not dists:
                 continue  # an optional import of something not installed here (ipywidgets outside Colab)
-            assert dists, f"{module.name} imports {name}, which no installed distribution provides"
+            assert dists, (
+                f"{module.name} imports {name}, which no installed distribution provides"
+            )
             used |= dists
             if not optional and not dists & allowed:
                 missing.append(f"{module.name}: {name} ({', '.join(sorted(dists))})")
@@ -305,7 +367,9 @@ def test_every_chapter_imports_only_what_the_colab_install_brings():
     for chapter in CHAPTERS:
         for name, optional in third_party_imports(chapter).items():
             dists = {canonicalize_name(d) for d in distributions.get(name, [])}
-            assert optional or dists & core, f"{chapter.name} imports {name} ({dists}), not a core dependency"
+            assert optional or dists & core, (
+                f"{chapter.name} imports {name} ({dists}), not a core dependency"
+            )
 
 
 def test_the_import_scan_sees_optional_and_required_imports(tmp_path):
@@ -314,70 +378,157 @@ def test_the_import_scan_sees_optional_and_required_imports(tmp_path):
         "try:\n    import ipywidgets\nexcept ImportError:\n    pass\n"
         "def f():\n    import torch.nn\n"
     )
-    assert third_party_imports(tmp_path / "m.py") == {"numpy": False, "scipy": False, "ipywidgets": True,
-                                                      "torch": False}
+    assert third_party_imports(tmp_path / "m.py") == {
+        "numpy": False,
+        "scipy": False,
+        "ipywidgets": True,
+        "torch": False,
+    }
 
 
 # ----------------------------------------------------------------------------- a Colab run, simulated
-#: Pairs kept per split in the simulated run ($BERTFLOW_MAX_PAIRS): enough sentences (up to 2 x 100
-#: per split) for a full-rank 96-wide covariance, few enough that every chapter runs in minutes.
-COLAB_MAX_PAIRS = 100
+#: Pairs kept per split in the simulated run ($BERTFLOW_MAX_PAIRS): few, so that eight chapters at
+#: bert-base's exact shape run in minutes on two cores; enough for every fit to be well posed.
+COLAB_MAX_PAIRS = 20
 
 
 @pytest.fixture(scope="module")
-def colab_models(tmp_path_factory) -> Path:
-    """tests/colab_mirror.py's mirror: random-weight checkpoints under bert-base-uncased and the
-    MultiBERTs names, 3 layers x 96 wide (depth and width both unlike scratch-bert's 4 x 256)."""
-    from colab_mirror import SMALL, build
+def colab_runtime(tmp_path_factory) -> dict:
+    """What a Colab reader's runtime holds (tests/colab_mirror.py): the package installed from its
+    wheel into a fresh virtualenv with ``google.colab`` importable, and a hub stand-in serving
+    bert-base-uncased and the MultiBERTs names with random weights of bert-base's *exact* config
+    (12 x 768, 30,522 tokens: read from the mirror's bert-base config, not typed here)."""
+    from colab_mirror import build, build_wheel, colab_venv
     from conftest import SHARED, need
 
     need(SHARED / "models" / "bert-base-uncased-tokenizer")
-    assert SMALL["num_hidden_layers"] != 4 and SMALL["hidden_size"] != 256
-    return build(tmp_path_factory.mktemp("colab-mirror"), SHARED / "models")
+    data = Path(os.environ.get("BERTFLOW_DATA") or SHARED / "data")
+    need(data / "sts")
+    root = tmp_path_factory.mktemp("colab")
+    wheel = build_wheel(root / "wheel")
+    venv = colab_venv(root / "venv", wheel).parents[1]
+    mirror = build(root / "mirror", (SHARED / "models").resolve(), exact=True)
+    url = f"git+{CONFIG['repository']['url']}"
+    return {
+        "wheel": wheel,
+        "venv": venv,
+        "mirror": mirror,
+        "data": data,
+        "urls": [url, f"{url}@{CONFIG['repository']['branch']}"],
+    }
+
+
+@pytest.mark.colab  # builds the runtime: a wheel, a virtualenv, five 440 MB checkpoints
+def test_the_simulated_hub_serves_bert_base_at_its_exact_shape(colab_runtime):
+    from conftest import SHARED
+    from transformers import AutoConfig
+
+    real = json.loads(
+        (SHARED / "models" / "bert-base-uncased-tokenizer" / "config.json").read_text()
+    )
+    for name in (
+        "bert-base-uncased",
+        "multiberts-seed_0-step_0k",
+        "multiberts-seed_0-step_2000k",
+    ):
+        config = AutoConfig.from_pretrained(colab_runtime["mirror"] / name)
+        shape = (
+            config.num_hidden_layers,
+            config.hidden_size,
+            config.intermediate_size,
+            config.vocab_size,
+        )
+        assert (
+            shape
+            == (
+                real["num_hidden_layers"],
+                real["hidden_size"],
+                real["intermediate_size"],
+                real["vocab_size"],
+            )
+            == (12, 768, 3072, 30522)
+        ), name
 
 
 @pytest.mark.colab
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name[:2])
-def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(chapter, colab_models, tmp_path,
-                                                                           monkeypatch):
-    """What a Colab reader runs, offline: the chapter unedited (its ``setup()`` picks
-    ``$BERTFLOW_MODEL``), bert-base-uncased and the MultiBERTs served from the mirror above, the
-    first ``COLAB_MAX_PAIRS`` pairs of each split, a private cache. Passes when no cell raises."""
-    import nbformat
+def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(
+    chapter, colab_runtime, tmp_path
+):
+    """A Colab reader's run, offline: the chapter unedited, in a kernel of the virtualenv above started
+    in an empty folder (no checkout on ``sys.path``), its install cell checked and pointed at the
+    wheel, bert-base-uncased (``$BERTFLOW_MODEL``) and the MultiBERTs served from the mirror
+    (``$BERTFLOW_MODELS``), the first ``COLAB_MAX_PAIRS`` pairs of each split, an empty cache (QNLI
+    as its download would leave it). Passes when no cell raises; claims that fail print notes."""
+    from colab_mirror import kernel_env, qnli_fixture, run_chapter
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-    from bertflow_mini.chapters.execute import run_notebook
-
-    monkeypatch.setenv("BERTFLOW_MODELS", str(colab_models))
-    monkeypatch.setenv("BERTFLOW_MODEL", COLAB_MODEL)
-    monkeypatch.setenv("BERTFLOW_MAX_PAIRS", str(COLAB_MAX_PAIRS))
-    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "cache"))  # nothing of the book's cache
-    nb = nbformat.read(chapter, as_version=4)
+    cache = tmp_path / "cache"
+    qnli_fixture(cache, colab_runtime["data"], pairs=2 * COLAB_MAX_PAIRS)
+    env = kernel_env(
+        colab_runtime["venv"],
+        colab_runtime["wheel"],
+        colab_runtime["urls"],
+        {
+            "BERTFLOW_MODELS": str(colab_runtime["mirror"]),
+            "BERTFLOW_DATA": str(colab_runtime["data"]),
+            "BERTFLOW_MODEL": COLAB_MODEL,
+            "BERTFLOW_MAX_PAIRS": str(COLAB_MAX_PAIRS),
+            "BERTFLOW_CACHE": str(cache),
+        },
+    )
+    work = tmp_path / "work"
+    work.mkdir()
     try:
-        run_notebook(nb, tmp_path)  # a copy: the committed notebook is never written
+        nb, report = run_chapter(
+            chapter, work, env, timeout=900
+        )  # a copy: book/ is never written
     except (CellExecutionError, CellTimeoutError) as err:
         lines = str(err).strip().splitlines()
-        what = f"{err.ename}: {err.evalue}" if isinstance(err, CellExecutionError) else lines[0]
+        what = (
+            f"{err.ename}: {err.evalue}"
+            if isinstance(err, CellExecutionError)
+            else lines[0]
+        )
         pytest.fail(f"{chapter.name}: {what}\n" + "\n".join(lines[-12:]), pytrace=False)
-    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    assert f"model : {COLAB_MODEL}  ($BERTFLOW_MODEL names it) [local mirror ($BERTFLOW_MODELS)]" in printed
+
+    # Colab's branches ran: the one install cell installed this package from the configured URL.
+    assert report["colab"] and len(report["pip"]) == 1, report["pip"]
+    # The package came from the wheel in the virtualenv, and no other folder on the kernel's path holds
+    # it (the project's site-packages is on it for torch and co., without the editable install's hook).
+    site = Path(report["package"]).resolve().parents[1]
+    assert site.is_relative_to(colab_runtime["venv"].resolve()), site
+    holders = {
+        Path(p).resolve()
+        for p in report["sys_path"]
+        if p and (Path(p) / "bertflow_mini").is_dir()
+    }
+    assert holders == {site} and str(REPO) not in report["sys_path"], report["sys_path"]
+    printed = "".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
+    assert (
+        f"model : {COLAB_MODEL}  ($BERTFLOW_MODEL names it) [local mirror ($BERTFLOW_MODELS)]"
+        in printed
+    )
 
 
 @pytest.mark.slow  # builds a wheel: a few seconds
 def test_the_installed_package_has_every_subpackage(tmp_path):
     """What `%pip install` puts into Colab: a wheel built from pyproject.toml must hold every
     package folder under bertflow_mini/ (data/, encoders/, …), or the chapters' imports fail there."""
-    import shutil
-    import subprocess
     import zipfile
 
-    src = tmp_path / "src"
-    shutil.copytree(REPO / "bertflow_mini", src / "bertflow_mini", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(tmp_path / "wheel")], check=True, capture_output=True, cwd=src)
-    (wheel,) = (tmp_path / "wheel").glob("*.whl")
-    shipped = {str(Path(n).parent) for n in zipfile.ZipFile(wheel).namelist() if n.endswith("/__init__.py")}
-    expected = {str(p.parent.relative_to(REPO)) for p in (REPO / "bertflow_mini").rglob("__init__.py")}
+    from colab_mirror import build_wheel
+
+    wheel = build_wheel(tmp_path)
+    shipped = {
+        str(Path(n).parent)
+        for n in zipfile.ZipFile(wheel).namelist()
+        if n.endswith("/__init__.py")
+    }
+    expected = {
+        str(p.parent.relative_to(REPO))
+        for p in (REPO / "bertflow_mini").rglob("__init__.py")
+    }
     assert expected - shipped == set(), f"the wheel lacks {sorted(expected - shipped)}"

@@ -1,4 +1,5 @@
 """Atomic writes: all or nothing, with ordinary permissions."""
+
 from __future__ import annotations
 
 import os
@@ -41,9 +42,14 @@ def test_new_files_get_the_mode_open_would_give_them(tmp_path, umask):
     finally:
         os.umask(before)
     mode = stat.S_IMODE((tmp_path / "new.txt").stat().st_mode)
-    assert mode == stat.S_IMODE((tmp_path / "plain.txt").stat().st_mode) == 0o666 & ~umask
+    assert (
+        mode == stat.S_IMODE((tmp_path / "plain.txt").stat().st_mode) == 0o666 & ~umask
+    )
 
 
 def test_cache_dir_honours_the_env_var(tmp_path, monkeypatch):
     monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "c"))
-    assert cache_dir("embeddings") == tmp_path / "c" / "embeddings" and (tmp_path / "c" / "embeddings").is_dir()
+    assert (
+        cache_dir("embeddings") == tmp_path / "c" / "embeddings"
+        and (tmp_path / "c" / "embeddings").is_dir()
+    )

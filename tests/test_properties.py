@@ -2,6 +2,7 @@
 independent oracle — autograd for the flow's log-determinants, the sample covariance for whitening,
 scipy for the STS aggregations. Settings (30 examples, no deadline) come from the profile in conftest.py;
 ``--hypothesis-profile=thorough`` runs 1000 examples each."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +14,7 @@ from scipy.stats import spearmanr
 from torch.autograd.functional import jacobian
 
 from bertflow_mini.data import STSPairs
+from bertflow_mini.evaluation.sts import results_table, score_pairs
 from bertflow_mini.postprocess.flow import (
     ActNorm,
     AdditiveCoupling,
@@ -22,7 +24,6 @@ from bertflow_mini.postprocess.flow import (
     InvertibleLinear,
     Reverse,
 )
-from bertflow_mini.evaluation.sts import results_table, score_pairs
 from bertflow_mini.postprocess.whitening import StreamingWhitening, Whitening
 
 
@@ -39,9 +40,16 @@ def glow_levels_fit(dim: int, levels: int) -> bool:
 @st.composite
 def flow_blocks(draw) -> tuple[torch.nn.Module, int]:
     """A flow block of a random kind and width, its parameters moved off their identity init."""
-    kind = draw(st.sampled_from(["actnorm", "reverse", "lu", "additive", "affine", "step", "glow"]))
+    kind = draw(
+        st.sampled_from(
+            ["actnorm", "reverse", "lu", "additive", "affine", "step", "glow"]
+        )
+    )
     dim = draw(st.integers(1 if kind in ("actnorm", "reverse", "lu") else 2, 12))
-    coupling, permutation = draw(st.sampled_from(["additive", "affine"])), draw(st.sampled_from(["reverse", "lu"]))
+    coupling, permutation = (
+        draw(st.sampled_from(["additive", "affine"])),
+        draw(st.sampled_from(["reverse", "lu"])),
+    )
     levels = draw(st.integers(1, 3).filter(lambda n: glow_levels_fit(dim, n)))
     depth, width = draw(st.integers(1, 2)), draw(st.integers(1, 8))
     seed = draw(st.integers(0, 2**31 - 1))
@@ -59,23 +67,36 @@ def flow_blocks(draw) -> tuple[torch.nn.Module, int]:
         with torch.no_grad():
             for p in block.parameters():
                 p.add_(0.2 * torch.randn_like(p))
-    for m in block.modules():  # parameters set by hand: no data-dependent init may overwrite them
+    for m in (
+        block.modules()
+    ):  # parameters set by hand: no data-dependent init may overwrite them
         if isinstance(m, ActNorm):
             m.initialized.fill_(True)
             m._ready = True
     return block.eval(), dim
 
 
-def inverse(block: torch.nn.Module, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+def inverse(
+    block: torch.nn.Module, y: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``block.inverse(y)`` as (x, logdet or None): works whether ``inverse`` returns x or (x, logdet)."""
     out = block.inverse(y)
     return (out, None) if isinstance(out, torch.Tensor) else (out[0], out[1])
 
 
-@given(block_and_dim=flow_blocks(), n=st.integers(1, 6), scale=st.floats(0.1, 10.0), seed=st.integers(0, 2**31 - 1))
-def test_flow_blocks_are_invertible_with_autograd_log_dets(block_and_dim, n, scale, seed):
+@given(
+    block_and_dim=flow_blocks(),
+    n=st.integers(1, 6),
+    scale=st.floats(0.1, 10.0),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_flow_blocks_are_invertible_with_autograd_log_dets(
+    block_and_dim, n, scale, seed
+):
     block, dim = block_and_dim
-    x = scale * torch.randn(n, dim, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    x = scale * torch.randn(
+        n, dim, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)
+    )
     # The oracle: the Jacobian autograd computes for each sample alone.
     jacobians = [jacobian(lambda v: block(v[None])[0][0], x[i]) for i in range(n)]
     # Random parameters can squash a channel by e^-50 (an affine coupling's sigmoid scale): then no
@@ -85,15 +106,23 @@ def test_flow_blocks_are_invertible_with_autograd_log_dets(block_and_dim, n, sca
         z, logdet = block(x)
         back, inverse_logdet = inverse(block, z)
     assert z.shape == x.shape and logdet.shape == (n,)
-    torch.testing.assert_close(back, x, atol=1e-7 * (1 + x.abs().max().item()), rtol=1e-7)
-    if inverse_logdet is not None:  # an inverse that reports its log-det must cancel the forward one
+    torch.testing.assert_close(
+        back, x, atol=1e-7 * (1 + x.abs().max().item()), rtol=1e-7
+    )
+    if (
+        inverse_logdet is not None
+    ):  # an inverse that reports its log-det must cancel the forward one
         torch.testing.assert_close(inverse_logdet, -logdet, atol=1e-8, rtol=1e-8)
     for i, jac in enumerate(jacobians):
         sign, logabsdet = torch.linalg.slogdet(jac)
         assert sign != 0
-        assert logdet[i].item() == pytest.approx(logabsdet.item(), abs=1e-7 * (1 + abs(logabsdet.item())))
+        assert logdet[i].item() == pytest.approx(
+            logabsdet.item(), abs=1e-7 * (1 + abs(logabsdet.item()))
+        )
         # in eval mode each sample's output does not depend on the rest of the batch
-        torch.testing.assert_close(block(x[i : i + 1])[0][0], z[i], atol=1e-10, rtol=1e-10)
+        torch.testing.assert_close(
+            block(x[i : i + 1])[0][0], z[i], atol=1e-10, rtol=1e-10
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,7 +134,9 @@ def full_rank_data(draw) -> np.ndarray:
     dim = draw(st.integers(1, 10))
     n = draw(st.integers(dim + 2, 60))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    stds = 10.0 ** np.array(draw(st.lists(st.floats(-1.0, 1.0), min_size=dim, max_size=dim)))
+    stds = 10.0 ** np.array(
+        draw(st.lists(st.floats(-1.0, 1.0), min_size=dim, max_size=dim))
+    )
     offset = draw(st.floats(-1e3, 1e3))
     rotation, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
     x = offset + rng.normal(size=dim) + rng.normal(size=(n, dim)) * stds @ rotation.T
@@ -122,7 +153,9 @@ def test_whitening_gives_zero_mean_and_identity_covariance(x, data):
     kept = dim if k is None else k
     assert z.shape == (n, kept)
     np.testing.assert_allclose(z.mean(axis=0), 0.0, atol=1e-8)
-    np.testing.assert_allclose(np.cov(z, rowvar=False).reshape(kept, kept), np.eye(kept), atol=1e-7)
+    np.testing.assert_allclose(
+        np.cov(z, rowvar=False).reshape(kept, kept), np.eye(kept), atol=1e-7
+    )
     # Streaming over any split into batches gives the same map as the batch fit, up to the sign of each
     # output axis (an eigenvector's sign is arbitrary; cosines do not see it): the same Gram matrix.
     # Truncation is only well defined when the k-th and (k+1)-th variances differ.
@@ -142,29 +175,64 @@ def test_whitening_gives_zero_mean_and_identity_covariance(x, data):
 # ---------------------------------------------------------------------------------------------
 @given(data=st.data())
 def test_wmean_and_all_match_scipy(data):
-    sizes = data.draw(st.lists(st.integers(3, 20), min_size=1, max_size=4), label="subset sizes")
+    sizes = data.draw(
+        st.lists(st.integers(3, 20), min_size=1, max_size=4), label="subset sizes"
+    )
     n = sum(sizes)
     order = data.draw(st.permutations(range(n)), label="interleaving")
-    labels = [[f"s{i}" for i, size in enumerate(sizes) for _ in range(size)][j] for j in order]
-    gold = np.array(data.draw(st.lists(st.integers(0, 10), min_size=n, max_size=n), label="gold")) / 2  # ties, 0–5
+    labels = [
+        [f"s{i}" for i, size in enumerate(sizes) for _ in range(size)][j] for j in order
+    ]
+    gold = (
+        np.array(
+            data.draw(
+                st.lists(st.integers(0, 10), min_size=n, max_size=n), label="gold"
+            )
+        )
+        / 2
+    )  # ties, 0–5
     # Distinct cosines (gaps of 1.8 / n, far above rounding), so every method ranks them alike.
-    cos = -0.9 + 1.8 * np.array(data.draw(st.permutations(range(n)), label="cosine ranks")) / n
-    lengths = np.array(data.draw(st.lists(st.floats(0.1, 10.0), min_size=2 * n, max_size=2 * n), label="lengths"))
+    cos = (
+        -0.9
+        + 1.8 * np.array(data.draw(st.permutations(range(n)), label="cosine ranks")) / n
+    )
+    lengths = np.array(
+        data.draw(
+            st.lists(st.floats(0.1, 10.0), min_size=2 * n, max_size=2 * n),
+            label="lengths",
+        )
+    )
     labels_arr = np.array(labels)
-    assume(all(np.ptp(gold[labels_arr == s]) > 0 for s in set(labels)))  # Spearman needs varying gold
+    assume(
+        all(np.ptp(gold[labels_arr == s]) > 0 for s in set(labels))
+    )  # Spearman needs varying gold
 
     left = np.stack([np.ones(n), np.zeros(n)], axis=1) * lengths[:n, None]
     right = np.stack([cos, np.sqrt(1 - cos**2)], axis=1) * lengths[n:, None]
-    pairs = STSPairs("TOY", "test", [f"l{i}" for i in range(n)], [f"r{i}" for i in range(n)], gold, labels)
+    pairs = STSPairs(
+        "TOY",
+        "test",
+        [f"l{i}" for i in range(n)],
+        [f"r{i}" for i in range(n)],
+        gold,
+        labels,
+    )
     res = score_pairs(pairs, left, right)
 
     first_seen = list(dict.fromkeys(labels))
-    per_subset = {s: spearmanr(cos[labels_arr == s], gold[labels_arr == s]).statistic * 100 for s in first_seen}
+    per_subset = {
+        s: spearmanr(cos[labels_arr == s], gold[labels_arr == s]).statistic * 100
+        for s in first_seen
+    }
     counts = {s: int((labels_arr == s).sum()) for s in first_seen}
     assert list(res.subsets) == first_seen
     for s in first_seen:
-        assert res.subsets[s][0] == counts[s] and res.subsets[s][1] == pytest.approx(per_subset[s], abs=1e-9)
-    assert res.wmean == pytest.approx(sum(counts[s] * per_subset[s] for s in first_seen) / n, abs=1e-9)
+        assert res.subsets[s][0] == counts[s] and res.subsets[s][1] == pytest.approx(
+            per_subset[s], abs=1e-9
+        )
+    assert res.wmean == pytest.approx(
+        sum(counts[s] * per_subset[s] for s in first_seen) / n, abs=1e-9
+    )
     assert res.all == pytest.approx(spearmanr(cos, gold).statistic * 100, abs=1e-9)
     assert res.n_pairs == n
     if len(sizes) == 1:  # one subset: the two aggregations are the same number

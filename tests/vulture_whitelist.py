@@ -5,16 +5,22 @@ and pytest does not collect it (no ``test_`` prefix). Each line says who the cal
 vulture cannot see the chapters either: a package function used only by a notebook is reported.
 Before removing one, search ``book/*.ipynb`` (and ``benchmarks/``) for its name.
 """
+
 _ = object()
 
-_.forward  # torch: nn.Module.__call__ runs every flow layer's forward (bertflow_mini/flow.py)
+_.forward  # torch: nn.Module.__call__ runs every flow layer's forward (bertflow_mini/postprocess/flow.py)
 _._private_cache  # pytest: autouse fixture (tests/conftest.py)
-_._no_network  # pytest: autouse fixture (tests/test_data.py)
+_._no_network  # pytest: autouse fixture (tests/data/)
 _._restore_global_state  # pytest: autouse / usefixtures fixture
 _.one_torch_thread  # pytest: requested by name for its effect (usefixtures, or an unused argument)
-_.tiny_corpus  # pytest: requested by name for its effect (tests/test_pretrain.py)
+_.tiny_corpus  # pytest: requested by name for its effect (tests/encoders/test_pretrain.py)
 _.pytestmark  # pytest: module-level marks
 _.binary_location  # selenium: ChromeOptions attribute, read by the driver (tests/test_book.py)
 _.data_dep_init_done  # normflows: attribute its ActNorm reads, set by tests comparing with it
 _.inv_perm  # normflows: attribute its Permute reads, set by tests comparing with it
 _.closure  # torch: Optimizer.step(closure) is the signature torch calls (flow.BertAdamW.step)
+_.__getattr__  # Python: a module's __getattr__ (PEP 562) answers `module.NAME` (bertflow_mini/__init__.py: bf.NAME)
+_.__dir__  # Python: a module's __dir__ (PEP 562) answers dir(module) (bertflow_mini/__init__.py)
+_.fake_run  # pytest: requested by name for its effect (tests/chapters/test_strength.py)
+_.visit_AnnAssign  # ast: NodeVisitor.visit dispatches to visit_<node type> (tests/test_device_guard.py)
+_.visit_withitem  # ast: NodeVisitor.visit dispatches to visit_<node type> (tests/test_device_guard.py)

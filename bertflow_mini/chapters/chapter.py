@@ -1,5 +1,6 @@
 """What every chapter's set-up cell does: seed everything, set the figure style, say where the
 outputs come from (model, data, device), so a reader always knows what produced the page."""
+
 from __future__ import annotations
 
 import os
@@ -9,11 +10,17 @@ import warnings
 import numpy as np
 import torch
 
-from bertflow_mini.data.datasets import MAX_PAIRS_ENV, max_pairs
-from bertflow_mini.encoders.encoder import default_device
-from bertflow_mini.encoders.names import BOOK_MODEL, default_model, is_glove, resolve_model, why_default
-from bertflow_mini.encoders.sources import short_name
+from bertflow_mini._device import default_device
 from bertflow_mini.chapters.plotting import set_style
+from bertflow_mini.data.pairs import MAX_PAIRS_ENV, max_pairs
+from bertflow_mini.encoders.names import (
+    BOOK_MODEL,
+    default_model,
+    is_glove,
+    resolve_model,
+    why_default,
+)
+from bertflow_mini.encoders.sources import short_name
 
 
 def seed_everything(seed: int = 0) -> None:
@@ -39,9 +46,11 @@ def where_from(source: str) -> str:
     mirror = os.environ.get("BERTFLOW_MODELS")
     if not os.path.isdir(source):
         return f"Hugging Face hub ({source})"
-    if mirror and os.path.realpath(source).startswith(os.path.realpath(mirror) + os.sep):
+    if mirror and os.path.realpath(source).startswith(
+        os.path.realpath(mirror) + os.sep
+    ):
         return "local mirror ($BERTFLOW_MODELS)"
-    return f"built on this machine ({source.replace(os.path.expanduser('~'), '~')})"
+    return "built on this machine"  # where in the cache is no reader's concern
 
 
 #: The model of the running chapter (set by :func:`setup`), which :func:`claim` checks against.
@@ -64,15 +73,30 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     why = "named in the chapter" if model else why_default()
     model = model or default_model()
     _STATE["model"] = model
-    source = "GloVe word vectors" if is_glove(model) else where_from(resolve_model(model))
+    source = (
+        "GloVe word vectors" if is_glove(model) else where_from(resolve_model(model))
+    )
     print(f"model : {model}  ({why}) [{source}]")
-    data = "local mirror ($BERTFLOW_DATA)" if os.environ.get("BERTFLOW_DATA") else "the hub / official URLs (cached)"
+    data = (
+        "local mirror ($BERTFLOW_DATA)"
+        if os.environ.get("BERTFLOW_DATA")
+        else "the hub / official URLs (cached)"
+    )
     print(f"data  : {data}")
     if max_pairs() is not None:
-        print(f"data  : only the first {max_pairs()} pairs of each split (${MAX_PAIRS_ENV}): a quick run, "
-              "not the book's numbers")
-    print(f"device: {default_device()}   torch {torch.__version__.split('+')[0]}   seed {seed}")
+        print(
+            f"data  : only the first {max_pairs()} pairs of each split (${MAX_PAIRS_ENV}): a quick run, "
+            "not the book's numbers"
+        )
+    print(
+        f"device: {default_device()}   torch {torch.__version__.split('+')[0]}   seed {seed}"
+    )
     return model
+
+
+def current_model() -> str:
+    """The model the running chapter set up (the book's model before any :func:`setup`)."""
+    return _STATE["model"]
 
 
 class ClaimError(AssertionError):
@@ -93,9 +117,14 @@ def claim(holds: bool, statement: str, detail: str = "") -> bool:
     model = _STATE["model"]
     message = f"{statement}{f' ({detail})' if detail else ''}"
     if short_name(model) == BOOK_MODEL:
-        raise ClaimError(f"the prose says: {message} — and for {model} it no longer holds")
-    print(f"NOTE: the text says '{statement}', written for {BOOK_MODEL}; on {model} this does not hold"
-          + (f": {detail}" if detail else "") + ".")
+        raise ClaimError(
+            f"the prose says: {message} — and for {model} it no longer holds"
+        )
+    print(
+        f"NOTE: the text says '{statement}', written for {BOOK_MODEL}; on {model} this does not hold"
+        + (f": {detail}" if detail else "")
+        + "."
+    )
     return False
 
 
@@ -105,7 +134,9 @@ def glue(name: str, value: object, display: bool = True) -> None:
     myst-nb comes with the book's build tools, not with the package; in Colab or a plain Jupyter
     kernel without it the value is only shown (when ``display``), so a chapter runs everywhere.
     """
-    if isinstance(value, np.generic):  # np.float64(0.5) would reach the page as its repr
+    if isinstance(
+        value, np.generic
+    ):  # np.float64(0.5) would reach the page as its repr
         value = value.item()
     try:
         from myst_nb import glue as myst_glue

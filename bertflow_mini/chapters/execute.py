@@ -6,6 +6,7 @@ writes the executed copy elsewhere and leaves the chapter untouched (``make book
 kernel starts in the chapter's own folder. The chapters are *checked* by nbval instead
 (``book/conftest.py``). Needs the ``book`` extras (``nbformat``, ``nbclient``, ``ipykernel``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,20 +27,30 @@ def kernel_env() -> dict[str, str]:
     return {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
 
 
-def run_notebook(nb: NotebookNode, cwd: str | os.PathLike, timeout: int = 1800) -> NotebookNode:
+def run_notebook(
+    nb: NotebookNode, cwd: str | os.PathLike, timeout: int = 1800
+) -> NotebookNode:
     """Execute ``nb`` in place in a fresh ``python3`` kernel started in ``cwd``; returns it.
 
     An error in any cell raises :class:`nbclient.exceptions.CellExecutionError`. Progress bars print
     many updates; ``coalesce_streams`` keeps each cell's final state only. No timing metadata is
     recorded, so a re-run changes the file only where an output changed.
     """
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", coalesce_streams=True,
-                            record_timing=False, resources={"metadata": {"path": str(cwd)}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        coalesce_streams=True,
+        record_timing=False,
+        resources={"metadata": {"path": str(cwd)}},
+    )
     client.execute(env=kernel_env())
     return nb
 
 
-def execute_notebook(path: str | os.PathLike, output: str | os.PathLike | None = None) -> float:
+def execute_notebook(
+    path: str | os.PathLike, output: str | os.PathLike | None = None
+) -> float:
     """Run the notebook at ``path`` top to bottom in a fresh kernel started in its folder and save it
     with its outputs to ``output`` (default: ``path`` itself); returns the seconds it took.
 
@@ -57,9 +68,14 @@ def execute_notebook(path: str | os.PathLike, output: str | os.PathLike | None =
 
 def main(argv: list[str] | None = None) -> None:
     """Execute each notebook in turn, saying how long each took."""
-    parser = argparse.ArgumentParser(prog="python -m bertflow_mini.chapters.execute", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m bertflow_mini.chapters.execute", description=__doc__
+    )
     parser.add_argument("notebooks", nargs="+")
-    parser.add_argument("--output", help="where to save the executed notebook (one notebook only; default: in place)")
+    parser.add_argument(
+        "--output",
+        help="where to save the executed notebook (one notebook only; default: in place)",
+    )
     args = parser.parse_args(argv)
     if args.output and len(args.notebooks) > 1:
         parser.error(f"--output takes one notebook; {len(args.notebooks)} given")

@@ -20,10 +20,11 @@ checkpoint, against counts of the corpus it was trained on:
 
 Defined for Chapter 1 (``book/01-mlm-and-pmi.ipynb``).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import scipy.special
@@ -52,9 +53,14 @@ def output_bias(model) -> np.ndarray:
 def bias_vs_frequency(bias: np.ndarray, counts: np.ndarray) -> dict[str, float]:
     """How well ``b_x`` tracks ``log count(x)`` over tokens with a positive count: Spearman, Pearson,
     least-squares slope; and the mean bias of seen and of never-seen tokens."""
-    bias, counts = np.asarray(bias, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    bias, counts = (
+        np.asarray(bias, dtype=np.float64),
+        np.asarray(counts, dtype=np.float64),
+    )
     if bias.shape != counts.shape or bias.ndim != 1:
-        raise ValueError(f"bias {bias.shape} and counts {counts.shape} must be 1-D of equal length")
+        raise ValueError(
+            f"bias {bias.shape} and counts {counts.shape} must be 1-D of equal length"
+        )
     seen = counts > 0
     if seen.sum() < 3:
         raise ValueError("fewer than 3 tokens with a positive count")
@@ -69,12 +75,20 @@ def bias_vs_frequency(bias: np.ndarray, counts: np.ndarray) -> dict[str, float]:
     }
 
 
-def corpus_token_counts(seqs: Sequence[np.ndarray], vocab_size: int, special_ids: Sequence[int]) -> np.ndarray:
+def corpus_token_counts(
+    seqs: Sequence[np.ndarray], vocab_size: int, special_ids: Sequence[int]
+) -> np.ndarray:
     """How often each token id occurs in the token-id sequences ``seqs``, special tokens counted as 0:
     what :func:`bertflow_mini.encoders.pretrain.pretrain` saves beside a checkpoint, for any corpus."""
-    flat = np.concatenate([np.asarray(s, dtype=np.int64) for s in seqs]) if len(seqs) else np.zeros(0, np.int64)
+    flat = (
+        np.concatenate([np.asarray(s, dtype=np.int64) for s in seqs])
+        if len(seqs)
+        else np.zeros(0, np.int64)
+    )
     if flat.size and (flat.min() < 0 or flat.max() >= vocab_size):
-        raise ValueError(f"token ids must lie in [0, {vocab_size}); got {flat.min()} … {flat.max()}")
+        raise ValueError(
+            f"token ids must lie in [0, {vocab_size}); got {flat.min()} … {flat.max()}"
+        )
     counts = np.bincount(flat, minlength=vocab_size)
     counts[list(special_ids)] = 0
     return counts
@@ -110,14 +124,18 @@ def _trigrams(seqs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
         if len(s) < 3:
             continue
         pos = np.arange(1, len(s) - 1)
-        for part, values in zip(parts, (s[:-2], s[1:-1], s[2:], np.full(len(pos), n), pos)):
+        for part, values in zip(
+            parts, (s[:-2], s[1:-1], s[2:], np.full(len(pos), n), pos)
+        ):
             part.append(values)
     if not parts[0]:
         raise ValueError("no sequence has an inner token")
     return tuple(np.concatenate(p) for p in parts)
 
 
-def frequent_contexts(seqs: Sequence[np.ndarray], vocab_size: int, n_contexts: int = 100) -> Contexts:
+def frequent_contexts(
+    seqs: Sequence[np.ndarray], vocab_size: int, n_contexts: int = 100
+) -> Contexts:
     """The ``n_contexts`` most frequent ``(left, right)`` token pairs around an inner token of ``seqs``
     (token-id sequences starting with [CLS] and ending with [SEP], so the middle token is never one of
     them), with the counts of every token seen between them. Ties go to the smaller ids."""
@@ -128,12 +146,16 @@ def frequent_contexts(seqs: Sequence[np.ndarray], vocab_size: int, n_contexts: i
     by_key = np.argsort(chosen)
     slot = np.clip(np.searchsorted(chosen[by_key], key), 0, len(chosen) - 1)
     hit = chosen[by_key][slot] == key
-    rows = by_key[slot[hit]]  # the context index of every trigram that has a chosen context
+    rows = by_key[
+        slot[hit]
+    ]  # the context index of every trigram that has a chosen context
     counts = np.zeros((len(chosen), vocab_size), dtype=np.int64)
     np.add.at(counts, (rows, mid[hit]), 1)
     where = np.stack([seq[hit], pos[hit]], axis=1)
     order = np.argsort(rows, kind="stable")
-    occ = np.split(where[order], np.cumsum(np.bincount(rows, minlength=len(chosen)))[:-1])
+    occ = np.split(
+        where[order], np.cumsum(np.bincount(rows, minlength=len(chosen)))[:-1]
+    )
     return Contexts(chosen // vocab_size, chosen % vocab_size, counts, occ)
 
 
@@ -142,17 +164,33 @@ class ContextLogits:
     """The MLM at a [MASK] in each context, averaged over (up to ``per_context``) occurrences."""
 
     mean_logits: np.ndarray  # (n_contexts, vocab): mean over occurrences of the logits
-    log_mixture: np.ndarray  # (n_contexts, vocab): log of the mean predicted probability
-    cos_mask_vs_pooled: float  # mean cosine of h_c at the [MASK] and the sentence's mean-pooled vector
+    log_mixture: (
+        np.ndarray
+    )  # (n_contexts, vocab): log of the mean predicted probability
+    cos_mask_vs_pooled: (
+        float  # mean cosine of h_c at the [MASK] and the sentence's mean-pooled vector
+    )
+    cos_mask_vs_other: float  # the same with another sentence's (half the occurrences away): a baseline
     n_occurrences: int
 
 
 @torch.no_grad()
-def context_logits(model, seqs: Sequence[np.ndarray], contexts: Contexts, *, mask_id: int, pad_id: int,
-                   special_ids: Sequence[int], per_context: int = 16, seed: int = 0,
-                   batch_size: int = 128) -> ContextLogits:
+def context_logits(
+    model,
+    seqs: Sequence[np.ndarray],
+    contexts: Contexts,
+    *,
+    mask_id: int,
+    pad_id: int,
+    special_ids: Sequence[int],
+    per_context: int = 16,
+    seed: int = 0,
+    batch_size: int = 128,
+) -> ContextLogits:
     """Mask the middle token of up to ``per_context`` random occurrences of each context, run the MLM,
-    and average its logits (and its probabilities) at the [MASK] per context."""
+    and average its logits (and its probabilities) at the [MASK] per context. Also compares ``h_c`` at
+    the [MASK] with the mean of the sentence's last-layer vectors, and, as a baseline, with the mean
+    of the sentence half the list of occurrences away (another context's)."""
     rng = np.random.default_rng(seed)
     jobs = []
     for k, occ in enumerate(contexts.occurrences):
@@ -162,7 +200,7 @@ def context_logits(model, seqs: Sequence[np.ndarray], contexts: Contexts, *, mas
     sums = np.zeros((n_ctx, vocab))
     mix = np.full((n_ctx, vocab), -np.inf)
     seen = np.zeros(n_ctx)
-    cosines = []
+    at_mask, pooled_all = [], []
     for start in range(0, len(jobs), batch_size):
         part = jobs[start : start + batch_size]
         masked = []
@@ -171,31 +209,49 @@ def context_logits(model, seqs: Sequence[np.ndarray], contexts: Contexts, *, mas
             s[p] = mask_id
             masked.append(s)
         b = pad_batch(masked, pad_id, special_ids)
-        device = next(model.parameters()).device  # the model's device: a GPU when there is one
+        device = next(
+            model.parameters()
+        ).device  # the model's device: a GPU when there is one
         attention = b.attention.to(device)
-        hidden = model.bert(input_ids=b.ids.to(device), attention_mask=attention).last_hidden_state
+        hidden = model.bert(
+            input_ids=b.ids.to(device), attention_mask=attention
+        ).last_hidden_state
         rows = torch.arange(len(part), device=device)
         h = hidden[rows, torch.tensor([p for _, _, p in part], device=device)]
         logits = model.cls(h).double().cpu().numpy()
         logp = scipy.special.log_softmax(logits, axis=1)
         m = attention.unsqueeze(-1).float()
         pooled = (hidden * m).sum(1) / m.sum(1)
-        cosines.append(torch.nn.functional.cosine_similarity(h, pooled, dim=1).cpu().numpy())
+        at_mask.append(torch.nn.functional.normalize(h, dim=1).double().cpu().numpy())
+        pooled_all.append(
+            torch.nn.functional.normalize(pooled, dim=1).double().cpu().numpy()
+        )
         for (k, _, _), lg, lp in zip(part, logits, logp):
             sums[k] += lg
             mix[k] = np.logaddexp(mix[k], lp)
             seen[k] += 1
     if (seen == 0).any():
         raise ValueError("a context has no occurrence")
-    return ContextLogits(sums / seen[:, None], mix - np.log(seen)[:, None],
-                         float(np.concatenate(cosines).mean()), len(jobs))
+    h_all, pooled_all = np.concatenate(at_mask), np.concatenate(pooled_all)
+    other = np.roll(pooled_all, len(jobs) // 2, axis=0)
+    return ContextLogits(
+        sums / seen[:, None],
+        mix - np.log(seen)[:, None],
+        float((h_all * pooled_all).sum(1).mean()),
+        float((h_all * other).sum(1).mean()),
+        len(jobs),
+    )
 
 
 # ---------------------------------------------------------------------------------------- corpus
 def _pack(seqs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Sequences as one flat int32 array and the offsets where each starts (plus the end)."""
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)
-    flat = np.concatenate([np.asarray(s, dtype=np.int32) for s in seqs]) if len(seqs) else np.zeros(0, np.int32)
+    flat = (
+        np.concatenate([np.asarray(s, dtype=np.int32) for s in seqs])
+        if len(seqs)
+        else np.zeros(0, np.int32)
+    )
     return flat, np.concatenate([[0], np.cumsum(lengths)])
 
 
@@ -207,9 +263,9 @@ def training_sequences(recipe=None, *, cache: bool = True) -> list[np.ndarray]:
     """The token ids of the sentences a ``scratch-bert`` recipe trains on (its corpus minus the
     held-out share), tokenised exactly as :func:`bertflow_mini.encoders.pretrain.pretrain` does. Tokenising
     ~200k sentences takes a while on a small CPU, so the result is cached, keyed by the recipe."""
-    from bertflow_mini.encoders import pretrain
     from bertflow_mini._io import atomic_path, cache_dir
     from bertflow_mini.data.corpus import corpus_sentences, split_held_out
+    from bertflow_mini.encoders import pretrain
     from bertflow_mini.encoders.mlm import tokenize
 
     recipe = recipe or pretrain.DEFAULT

@@ -2,13 +2,14 @@
 numbers within a stated tolerance.
 
 Another CPU (or another BLAS kernel, or another thread count) computes trained numbers slightly
-differently, so such cells cannot be checked by exact text. A checked cell (nbval's marker) may
-state a tolerance, with the reason in a comment:
+differently, so such cells cannot be checked by exact text. The test machinery lives in the cell's
+metadata, where a reader never sees it (Jupyter: View → Cell toolbar → Edit metadata / Tags):
 
-    # NBVAL_CHECK_OUTPUT                      checked exactly, by nbval
-    # tolerance: atol=0.1 rtol=0  # why       checked by :func:`compare_cell`, under this tolerance
+    "tags": ["nbval-check-output"]            nbval's own tag: checked, exactly
+    "tolerance": "atol=0.1 rtol=0"            checked by :func:`compare_cell`, under this tolerance
+    "tolerance_why": "a trained number"       the reason, for the maintainer
 
-nbval runs the chapters and calls :func:`compare_cell` for cells with a tolerance line
+nbval runs the chapters and calls :func:`compare_cell` for checked cells with a tolerance
 (``book/conftest.py``). The cell's output is split into numbers and the text between them. The text
 must be identical (a run of whitespace counts as one space, and whitespace beside a number is
 ignored, since a table's columns shift when a number gains a digit or a sign). Each number must be
@@ -26,18 +27,21 @@ float tolerance.
 notebooks (``make refresh`` prints it for each chapter it rewrote): every number that moved, and
 every checked cell that no longer matches.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-MARKER = "NBVAL_CHECK_OUTPUT"  # nbval's own marker: the cell's output is checked
-MARKER_LINE = re.compile(rf"^\s*#\s*{MARKER}\s*$", re.M)
-TOLERANCE_LINE = re.compile(r"^\s*#\s*tolerance:(?P<options>[^#\n]*)", re.M)
+CHECK_TAG = "nbval-check-output"  # nbval's own tag: the cell's output is checked
+TOLERANCE_KEY = "tolerance"  # cell metadata: "atol=0.1 rtol=0"
+#: What must not appear in a cell's source any more: the markers a reader would see.
+SOURCE_MARKERS = re.compile(r"NBVAL_|^\s*#\s*tolerance:", re.M)
 
 NUMBER = re.compile(
     r"""(?<![\w.])                  # not inside a name (STS12, x1, log10) or after a decimal point
@@ -64,7 +68,9 @@ class Number:
 class Tolerance:
     """How far a fresh number may drift from the committed one (see the module docstring)."""
 
-    rtol: float = 0.02  # relative to |committed|: ratios, losses, Spearman x 100 (±1.6 at 80)
+    rtol: float = (
+        0.02  # relative to |committed|: ratios, losses, Spearman x 100 (±1.6 at 80)
+    )
     atol: float = 0.0  # absolute, in the number's own units
     ulps: float = 1.0  # units in the committed number's last printed digit
     ints: float = 0.0  # absolute drift allowed for integers (counts): exact by default
@@ -73,7 +79,9 @@ class Tolerance:
         """The largest |fresh - committed| this tolerance accepts for ``committed``."""
         if committed.is_int:
             return self.ints
-        return max(self.atol, self.rtol * abs(committed.value), self.ulps * committed.step)
+        return max(
+            self.atol, self.rtol * abs(committed.value), self.ulps * committed.step
+        )
 
 
 DEFAULT = Tolerance()
@@ -98,7 +106,10 @@ class Drift:
     @property
     def ok(self) -> bool:
         """Same form (integer or not) and within the allowed drift, up to float noise in the difference."""
-        return self.committed.is_int == self.fresh.is_int and self.size <= self.allowed * (1 + 1e-9)
+        return (
+            self.committed.is_int == self.fresh.is_int
+            and self.size <= self.allowed * (1 + 1e-9)
+        )
 
     @property
     def share(self) -> float:
@@ -127,27 +138,51 @@ class Mismatch:
         return f"{self.where}: {self.detail}"
 
 
-def parse_marker(source: str) -> Tolerance | None:
-    """The tolerance a checked cell states, or None when the cell is not checked.
+def parse_tolerance(options: str) -> Tolerance:
+    """A :class:`Tolerance` from ``"atol=0.1 rtol=0"``; options left out take :data:`DEFAULT`'s.
 
-    A cell is checked when a line is nbval's ``# NBVAL_CHECK_OUTPUT``. Its numbers may then drift by
-    what a ``# tolerance: rtol=0.05  # a trained flow`` line states; without that line the output
-    must be identical (:data:`EXACT`). An unknown option is an error, so a typo cannot silently fall
-    back to another tolerance.
+    An unknown option is an error, so a typo cannot silently fall back to another tolerance.
     """
-    if MARKER_LINE.search(source) is None:
-        return None
-    match = TOLERANCE_LINE.search(source)
-    if match is None:
-        return EXACT
     known = {f.name for f in fields(Tolerance)}
-    options: dict[str, float] = {}
-    for word in match.group("options").split():
+    values: dict[str, float] = {}
+    for word in options.split():
         key, sep, value = word.partition("=")
         if not sep or key not in known:
-            raise ValueError(f"tolerance: unknown option {word!r}; expected key=value with key in {sorted(known)}")
-        options[key] = float(value)
-    return replace(DEFAULT, **options)
+            raise ValueError(
+                f"tolerance: unknown option {word!r}; expected key=value with key in "
+                f"{sorted(known)}"
+            )
+        try:
+            values[key] = float(value)
+        except ValueError:
+            raise ValueError(f"tolerance: {word!r} is not a number") from None
+    return replace(DEFAULT, **values)
+
+
+def cell_tolerance(cell: dict[str, Any]) -> Tolerance | None:
+    """The tolerance a checked cell states in its metadata, or None when the cell is not checked.
+
+    A cell is checked when its tags hold nbval's ``nbval-check-output``; its numbers may then drift
+    by what its ``tolerance`` metadata states, and without one its output must be identical
+    (:data:`EXACT`). Markers left in the source (``# NBVAL_…``, ``# tolerance:``) are an error:
+    readers would see them.
+    """
+    source = _joined(cell.get("source", ""))
+    if SOURCE_MARKERS.search(source):
+        raise ValueError(
+            "test markers belong in the cell's metadata, not its source: "
+            f"{SOURCE_MARKERS.search(source).group(0)!r}"
+        )
+    metadata = cell.get("metadata", {})
+    if CHECK_TAG not in metadata.get("tags", []):
+        if TOLERANCE_KEY in metadata:
+            raise ValueError(
+                f"a tolerance without the {CHECK_TAG!r} tag checks nothing"
+            )
+        return None
+    if TOLERANCE_KEY not in metadata:
+        return EXACT
+    return parse_tolerance(metadata[TOLERANCE_KEY])
 
 
 def parse_number(match: re.Match[str]) -> Number:
@@ -181,15 +216,26 @@ def _normalise(words: str) -> str:
     return " ".join(words.split())
 
 
-def compare_text(committed: str, fresh: str, tolerance: Tolerance = DEFAULT,
-                 where: str = "output") -> tuple[list[Mismatch], list[Drift]]:
+def compare_text(
+    committed: str, fresh: str, tolerance: Tolerance = DEFAULT, where: str = "output"
+) -> tuple[list[Mismatch], list[Drift]]:
     """Mismatches between two printed outputs under ``tolerance``, and every number that changed."""
     words_c, numbers_c = split_numbers(committed)
     words_f, numbers_f = split_numbers(fresh)
     if len(numbers_c) != len(numbers_f):
-        return [Mismatch(where, f"{len(numbers_c)} numbers committed, {len(numbers_f)} now")], []
-    mismatches = [Mismatch(where, f"text {c!r} is now {f!r}") for c, f in zip(words_c, words_f) if c != f]
-    drifts = [Drift(where, c, f, tolerance.bound(c)) for c, f in zip(numbers_c, numbers_f) if c.text != f.text]
+        return [
+            Mismatch(where, f"{len(numbers_c)} numbers committed, {len(numbers_f)} now")
+        ], []
+    mismatches = [
+        Mismatch(where, f"text {c!r} is now {f!r}")
+        for c, f in zip(words_c, words_f)
+        if c != f
+    ]
+    drifts = [
+        Drift(where, c, f, tolerance.bound(c))
+        for c, f in zip(numbers_c, numbers_f)
+        if c.text != f.text
+    ]
     mismatches += [Mismatch(where, d.detail) for d in drifts if not d.ok]
     return mismatches, drifts
 
@@ -207,7 +253,9 @@ def output_texts(outputs: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
             texts.append((out["name"], _joined(out["text"])))
         elif kind == "error":
             texts.append(("error", f"{out['ename']}: {out['evalue']}"))
-        elif "text/plain" in out.get("data", {}) and not any(k.startswith("image/") for k in out["data"]):
+        elif "text/plain" in out.get("data", {}) and not any(
+            k.startswith("image/") for k in out["data"]
+        ):
             texts.append((kind, _joined(out["data"]["text/plain"])))
     return texts
 
@@ -216,12 +264,22 @@ def _joined(text: str | list[str]) -> str:
     return text if isinstance(text, str) else "".join(text)
 
 
-def compare_cell(committed: dict[str, Any], fresh: dict[str, Any], where: str) -> tuple[list[Mismatch], list[Drift]]:
-    """Compare one checked code cell's outputs, under the tolerance its marker states."""
-    tolerance = parse_marker(_joined(committed["source"])) or DEFAULT
-    texts_c, texts_f = output_texts(committed.get("outputs", [])), output_texts(fresh.get("outputs", []))
+def compare_cell(
+    committed: dict[str, Any], fresh: dict[str, Any], where: str
+) -> tuple[list[Mismatch], list[Drift]]:
+    """Compare one checked code cell's outputs, under the tolerance its metadata states."""
+    tolerance = cell_tolerance(committed) or DEFAULT
+    texts_c, texts_f = (
+        output_texts(committed.get("outputs", [])),
+        output_texts(fresh.get("outputs", [])),
+    )
     if [k for k, _ in texts_c] != [k for k, _ in texts_f]:
-        return [Mismatch(where, f"outputs {[k for k, _ in texts_c]} are now {[k for k, _ in texts_f]}")], []
+        return [
+            Mismatch(
+                where,
+                f"outputs {[k for k, _ in texts_c]} are now {[k for k, _ in texts_f]}",
+            )
+        ], []
     mismatches: list[Mismatch] = []
     drifts: list[Drift] = []
     for (kind, c), (_, f) in zip(texts_c, texts_f):
@@ -231,22 +289,32 @@ def compare_cell(committed: dict[str, Any], fresh: dict[str, Any], where: str) -
     return mismatches, drifts
 
 
-def compare_notebook(committed: dict[str, Any], fresh: dict[str, Any]) -> tuple[list[Mismatch], list[Drift]]:
+def compare_notebook(
+    committed: dict[str, Any], fresh: dict[str, Any]
+) -> tuple[list[Mismatch], list[Drift]]:
     """Compare every checked cell of a notebook with the same notebook executed afresh.
 
     Fresh error outputs in any cell, checked or not, are mismatches too.
     """
     cells_c, cells_f = committed["cells"], fresh["cells"]
     if len(cells_c) != len(cells_f):
-        return [Mismatch("notebook", f"{len(cells_c)} cells committed, {len(cells_f)} executed")], []
+        return [
+            Mismatch(
+                "notebook", f"{len(cells_c)} cells committed, {len(cells_f)} executed"
+            )
+        ], []
     mismatches: list[Mismatch] = []
     drifts: list[Drift] = []
     for i, (c, f) in enumerate(zip(cells_c, cells_f)):
         if c["cell_type"] != "code":
             continue
         where = f"cell {i} [{c.get('execution_count')}]"
-        mismatches += [Mismatch(where, f"error {t}") for k, t in output_texts(f.get("outputs", [])) if k == "error"]
-        if parse_marker(_joined(c["source"])) is not None:
+        mismatches += [
+            Mismatch(where, f"error {t}")
+            for k, t in output_texts(f.get("outputs", []))
+            if k == "error"
+        ]
+        if cell_tolerance(c) is not None:
             m, d = compare_cell(c, f, where)
             mismatches += m
             drifts += d
@@ -256,13 +324,18 @@ def compare_notebook(committed: dict[str, Any], fresh: dict[str, Any]) -> tuple[
 def drift_report(name: str, drifts: list[Drift], top: int = 3) -> str:
     """One line per notebook: how many numbers moved, then the ``top`` largest shares of tolerance."""
     largest = sorted(drifts, key=lambda d: d.share, reverse=True)[:top]
-    return "\n    ".join([f"{name}: {len(drifts)} numbers moved" + (", largest:" if largest else "")]
-                         + [f"{d.share:.2f} of tolerance: {d}" for d in largest])
+    return "\n    ".join(
+        [f"{name}: {len(drifts)} numbers moved" + (", largest:" if largest else "")]
+        + [f"{d.share:.2f} of tolerance: {d}" for d in largest]
+    )
 
 
 def main(committed_path: str, fresh_path: str) -> int:
     """``python -m bertflow_mini.chapters.output_check COMMITTED.ipynb FRESH.ipynb``: mismatches and drifts; 1 if any mismatch."""
-    committed, fresh = (json.loads(Path(p).read_text(encoding="utf-8")) for p in (committed_path, fresh_path))
+    committed, fresh = (
+        json.loads(Path(p).read_text(encoding="utf-8"))
+        for p in (committed_path, fresh_path)
+    )
     mismatches, drifts = compare_notebook(committed, fresh)
     print(drift_report(Path(committed_path).name, drifts, top=len(drifts)))
     for m in mismatches:

@@ -1,31 +1,59 @@
 """The book's figure style, in one place, so every chapter's figures look alike."""
+
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import seaborn as sns
 
 #: One colour per role, used consistently across chapters.
-COLORS = {"raw": "#c44e52", "flow": "#4c72b0", "whitening": "#55a868", "glove": "#8172b2", "gold": "#937860"}
+COLORS = {
+    "raw": "#c44e52",
+    "flow": "#4c72b0",
+    "whitening": "#55a868",
+    "glove": "#8172b2",
+    "gold": "#937860",
+    "seen": "#64b5cd",
+    "unseen": "#dd8452",
+}  # seen / unseen: tokens the corpus does / does not hold
 
 
 def set_style() -> None:
     """Seaborn's clean style, readable font sizes, and figures sized for a book page."""
     sns.set_theme(context="notebook", style="whitegrid", palette="deep")
-    mpl.rcParams.update({
-        "figure.figsize": (7.0, 4.0), "figure.dpi": 100, "savefig.dpi": 100,
-        "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 9, "axes.spines.top": False,
-        "axes.spines.right": False,
-    })
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (7.0, 4.0),
+            "figure.dpi": 100,
+            "savefig.dpi": 100,
+            "axes.titlesize": 12,
+            "axes.labelsize": 11,
+            "legend.fontsize": 9,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
 
 
-def cosine_histograms(samples: dict[str, np.ndarray], ax=None, bins: int = 60, title: str | None = None):
+def cosine_histograms(
+    samples: dict[str, np.ndarray], ax=None, bins: int = 60, title: str | None = None
+):
     """Overlaid density histograms of cosine similarities, one per named sample, on a shared [-1, 1] axis."""
     ax = ax or plt.gca()
     for name, values in samples.items():
-        ax.hist(np.asarray(values), bins=bins, range=(-1, 1), density=True, alpha=0.45, label=name,
-                color=COLORS.get(name.split()[0].lower()))
+        ax.hist(
+            np.asarray(values),
+            bins=bins,
+            range=(-1, 1),
+            density=True,
+            alpha=0.45,
+            label=name,
+            color=COLORS.get(name.split()[0].lower()),
+        )
     ax.set_xlim(-1, 1)
     ax.set_xlabel("cosine similarity")
     ax.set_ylabel("density")
@@ -43,13 +71,24 @@ def offline_jshtml(anim, **kwargs) -> str:
     """
     import re
 
-    icons = {"fa-minus": "−", "fa-fast-backward": "|◀◀", "fa-step-backward": "|◀", "fa-play fa-flip-horizontal": "◀",
-             "fa-pause": "❚❚", "fa-play": "▶", "fa-step-forward": "▶|", "fa-fast-forward": "▶▶|", "fa-plus": "+"}
+    icons = {
+        "fa-minus": "−",
+        "fa-fast-backward": "|◀◀",
+        "fa-step-backward": "|◀",
+        "fa-play fa-flip-horizontal": "◀",
+        "fa-pause": "❚❚",
+        "fa-play": "▶",
+        "fa-step-forward": "▶|",
+        "fa-fast-forward": "▶▶|",
+        "fa-plus": "+",
+    }
     html = re.sub(r'<link rel="stylesheet"[^>]*>', "", anim.to_jshtml(**kwargs))
     return re.sub(r'<i class="fa ([^"]+)"></i>', lambda m: icons[m.group(1)], html)
 
 
-def basis_animation(B: np.ndarray, points: dict[str, np.ndarray], n_frames: int = 16, size=(5.6, 4.4)):
+def basis_animation(
+    B: np.ndarray, points: dict[str, np.ndarray], n_frames: int = 16, size=(5.6, 4.4)
+):
     """A 3-D animation of coordinate vectors ``points`` drawn in the basis (1 − s)·I + s·B as s goes
     0 → 1, with their coordinate and true cosines printed on each frame (Chapter 2)."""
     from matplotlib import animation
@@ -71,12 +110,26 @@ def basis_animation(B: np.ndarray, points: dict[str, np.ndarray], n_frames: int 
             ax.quiver(0, 0, 0, *M[:, i], color="0.55", lw=1, arrow_length_ratio=0.1)
             ax.text(*(M[:, i] * 1.08), f"b{i + 1}", color="0.4", fontsize=8)
         for name, a in points.items():
-            ax.quiver(0, 0, 0, *(M @ a), color=colors[name], lw=2.2, arrow_length_ratio=0.08)
-            ax.text(*(M @ a * 1.06), name, color=colors[name], fontsize=10, weight="bold")
-        lines = [f"cos({p},{q}): coord {gram_cosine(points[p], points[q]):+.2f}  "
-                 f"true {gram_cosine(points[p], points[q], G):+.2f}" for p, q in pairs]
-        ax.text2D(0.0, 0.98, "\n".join(lines), transform=ax.transAxes, fontsize=8, family="monospace",
-                  va="top")
+            ax.quiver(
+                0, 0, 0, *(M @ a), color=colors[name], lw=2.2, arrow_length_ratio=0.08
+            )
+            ax.text(
+                *(M @ a * 1.06), name, color=colors[name], fontsize=10, weight="bold"
+            )
+        lines = [
+            f"cos({p},{q}): coord {gram_cosine(points[p], points[q]):+.2f}  "
+            f"true {gram_cosine(points[p], points[q], G):+.2f}"
+            for p, q in pairs
+        ]
+        ax.text2D(
+            0.0,
+            0.98,
+            "\n".join(lines),
+            transform=ax.transAxes,
+            fontsize=8,
+            family="monospace",
+            va="top",
+        )
         ax.set(xlim=(-lim, lim), ylim=(-lim, lim), zlim=(-lim, lim))
         ax.set_title(f"basis (1 − s)·I + s·B,  s = {s:.2f}", fontsize=10, y=-0.08)
 
@@ -85,40 +138,211 @@ def basis_animation(B: np.ndarray, points: dict[str, np.ndarray], n_frames: int 
     return anim
 
 
-def frequency_norm_scatter(ax, freq: np.ndarray, norms: np.ndarray, title: str, color: str = "C0",
-                           xlabel: str = "log$_{10}$ word frequency (wordfreq)"):
+def frequency_norm_scatter(
+    ax,
+    freq: np.ndarray,
+    norms: np.ndarray,
+    title: str,
+    color: str = "C0",
+    xlabel: str = "log$_{10}$ word frequency (wordfreq)",
+):
     """Word-level scatter of log10 frequency against embedding norm, with the median norm per
     half-decade bin (bins of fewer than 20 words are not drawn). Frequencies must be > 0."""
     freq, norms = np.asarray(freq, dtype=float), np.asarray(norms, dtype=float)
     if freq.shape != norms.shape or freq.ndim != 1 or (freq <= 0).any():
-        raise ValueError("freq and norms must be 1-D arrays of one length, freq > 0 (drop unknown words)")
+        raise ValueError(
+            "freq and norms must be 1-D arrays of one length, freq > 0 (drop unknown words)"
+        )
     logf = np.log10(freq)
     ax.scatter(logf, norms, s=2, alpha=0.15, color=color, rasterized=True)
     edges = np.arange(np.floor(logf.min()), logf.max() + 0.5, 0.5)
     which = np.digitize(logf, edges)
     mids = [(edges[b - 1] + 0.25) for b in np.unique(which) if (which == b).sum() >= 20]
-    medians = [np.median(norms[which == b]) for b in np.unique(which) if (which == b).sum() >= 20]
+    medians = [
+        np.median(norms[which == b])
+        for b in np.unique(which)
+        if (which == b).sum() >= 20
+    ]
     ax.plot(mids, medians, "k.-", label="median per bin")
     ax.set(xlabel=xlabel, ylabel="ℓ2 norm of the word embedding", title=title)
     ax.legend(loc="best")
     return ax
 
 
-def projection_scatter(ax, P: np.ndarray, title: str, color: np.ndarray | None = None, n_show: int = 4000,
-                       seed: int = 0, **kwargs):
+def projection_scatter(
+    ax,
+    P: np.ndarray,
+    title: str,
+    color: np.ndarray | None = None,
+    n_show: int = 4000,
+    seed: int = 0,
+    **kwargs,
+):
     """Scatter of 2-D coordinates ``P`` (at most ``n_show`` random rows), the origin marked by a cross;
     ``color`` (one value per row) is drawn with viridis, lowest values first so the highest (e.g. the
     frequent words, a minority) are not buried under the rest. Returns the scatter, for a colour bar."""
     P = np.asarray(P)
-    show = np.random.default_rng(seed).choice(len(P), size=min(len(P), n_show), replace=False)
+    show = np.random.default_rng(seed).choice(
+        len(P), size=min(len(P), n_show), replace=False
+    )
     if color is not None:
         show = show[np.argsort(np.asarray(color)[show], kind="stable")]
     if color is None:
-        sc = ax.scatter(P[show, 0], P[show, 1], s=3, alpha=0.3, color="C1", rasterized=True)
+        sc = ax.scatter(
+            P[show, 0], P[show, 1], s=3, alpha=0.3, color="C1", rasterized=True
+        )
     else:
-        sc = ax.scatter(P[show, 0], P[show, 1], s=3, alpha=0.5, c=np.asarray(color)[show], cmap="viridis",
-                        rasterized=True, **kwargs)
+        sc = ax.scatter(
+            P[show, 0],
+            P[show, 1],
+            s=3,
+            alpha=0.5,
+            c=np.asarray(color)[show],
+            cmap="viridis",
+            rasterized=True,
+            **kwargs,
+        )
     ax.plot(0, 0, "kx", ms=12, mew=3, label="origin")
     ax.set_aspect("equal", adjustable="datalim")
     ax.set(title=title, xlabel="singular direction 1", ylabel="singular direction 2")
     return sc
+
+
+# --------------------------------------------------------------------------------------
+# What pretraining earns, and the scale curve (bertflow_mini.evaluation.earned, .scale)
+# --------------------------------------------------------------------------------------
+def plot_earned(table: pd.DataFrame, task: str = "Avg.", ax=None):
+    """The earned points of one ``task`` (default ``Avg.``), a panel per pooling, x =
+    checkpoint, a colour per method; whiskers: the bootstrap interval where both
+    sides are ours, else ± the control's init-seed sd. A dashed line at 0: no gain
+    over the random network."""
+    t = table[table["task"] == task]
+    if t.empty:
+        raise ValueError(
+            f"no rows for task {task!r}; the table has {sorted(set(table['task']))}"
+        )
+    poolings = list(dict.fromkeys(t["pooling"]))
+    if ax is None:
+        _, ax = plt.subplots(
+            1,
+            len(poolings),
+            figsize=(4.2 * len(poolings), 3.4),
+            sharey=True,
+            squeeze=False,
+        )
+        axes = list(ax[0])
+    else:
+        axes = list(np.atleast_1d(ax))
+    if len(axes) != len(poolings):
+        raise ValueError(
+            f"need {len(poolings)} axes (one per pooling), got {len(axes)}"
+        )
+    labels = list(dict.fromkeys(t["checkpoint"]))
+    methods = list(dict.fromkeys(t["method"]))
+    for a, pooling in zip(axes, poolings):
+        for j, method in enumerate(methods):
+            rows = t[(t["pooling"] == pooling) & (t["method"] == method)]
+            if rows.empty:
+                continue
+            x = (
+                np.array([labels.index(c) for c in rows["checkpoint"]])
+                + (j - (len(methods) - 1) / 2) * 0.12
+            )
+            y = rows["earned"].to_numpy()
+            ours = rows["low"].notna().to_numpy()
+            lo = np.where(ours, y - rows["low"], rows["control_sd"].fillna(0))
+            hi = np.where(ours, rows["high"] - y, rows["control_sd"].fillna(0))
+            a.errorbar(
+                x,
+                y,
+                yerr=[lo, hi],
+                fmt="o-" if len(labels) > 1 else "o",
+                capsize=3,
+                label={"none": "raw cosine"}.get(method, method),
+            )
+        a.axhline(0, color="grey", ls="--", lw=1)
+        a.set_xticks(range(len(labels)), labels, rotation=15)
+        a.set_title(f"{pooling}, {task}")
+    axes[0].set_ylabel("pretrained − random init\n(Spearman × 100)")
+    axes[-1].legend(fontsize=8)
+    return axes
+
+
+def plot_scale_curve(
+    curve: pd.DataFrame,
+    tasks: Sequence[str] = ("STSB", "Avg."),
+    methods: Sequence[str] = ("whitening", "flow"),
+):
+    """Score against wordpieces seen (log scale, a tick at each run), a panel per
+    (pooling, task): each method's pretrained runs (a marker per corpus, joined;
+    whiskers ± the sd of the gap over seeds, where a length has several) and, in the
+    same colour, its control — the step-0 network, the same for every run of a seed —
+    as a dotted line at its mean over the seeds measured, with a ± sd band."""
+    from bertflow_mini.evaluation.controls import with_average
+    from bertflow_mini.evaluation.scale import scale_gaps
+
+    gaps = scale_gaps(curve)
+    poolings = list(dict.fromkeys(gaps["pooling"]))
+    corpora = list(dict.fromkeys(gaps["corpus"]))
+    # the control: each seed's step 0 (the same network in every run of that seed), mean
+    # and sd over seeds
+    step0 = curve[curve["checkpoint"] == "pct-000"].drop_duplicates(
+        ["seed", "pooling", "method", "task"]
+    )
+    control = with_average(step0, ["seed", "pooling", "method"]).groupby(
+        ["pooling", "method", "task"]
+    )["score"]
+    control = control.agg(["mean", "std"])
+    fig, axes = plt.subplots(
+        len(poolings),
+        len(tasks),
+        figsize=(4.6 * len(tasks), 3.4 * len(poolings)),
+        squeeze=False,
+        sharex=True,
+    )
+    for row, pooling in zip(axes, poolings):
+        for ax, task in zip(row, tasks):
+            for colour, method in zip(("C0", "C1", "C2"), methods):
+                pick = (
+                    (gaps["pooling"] == pooling)
+                    & (gaps["method"] == method)
+                    & (gaps["task"] == task)
+                )
+                for marker, corpus in zip("osD^", corpora):
+                    line = gaps[pick & (gaps["corpus"] == corpus)].sort_values(
+                        "wordpieces"
+                    )
+                    if len(line):
+                        ax.errorbar(
+                            line["wordpieces"],
+                            line["pretrained"],
+                            yerr=line["gap_sd"].fillna(0),
+                            fmt=f"{marker}-",
+                            color=colour,
+                            capsize=3,
+                            label=f"{method}, {corpus}",
+                        )
+                if (pooling, method, task) in control.index:
+                    level, sd = control.loc[(pooling, method, task)]
+                    ax.axhline(
+                        level,
+                        ls=":",
+                        color=colour,
+                        label=f"{method}, step 0 (random init), ± sd",
+                    )
+                    if np.isfinite(sd):  # NaN for one seed
+                        ax.axhspan(
+                            level - sd, level + sd, color=colour, alpha=0.12, lw=0
+                        )
+            ax.set_xscale("log")
+            ticks = sorted(set(gaps["wordpieces"]))
+            ax.set_xticks(ticks, [f"{t / 1e6:.1f} M" for t in ticks])
+            ax.minorticks_off()
+            ax.set_title(f"{pooling}, {'7-dataset mean' if task == 'Avg.' else task}")
+            ax.set_xlabel("wordpieces seen in pretraining")
+        row[0].set_ylabel("Spearman × 100")
+    drawn = [ax for ax in fig.axes if ax.get_legend_handles_labels()[0]]
+    if drawn:
+        drawn[-1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig

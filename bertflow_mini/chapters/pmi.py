@@ -12,16 +12,19 @@ the geometry of ``w_x``. Here we check the identity on a joint distribution we k
 always judged on counts the model did not train on (:func:`fit_report`, :func:`cross_entropy`):
 a training-set fit rewards memorising the sample. :func:`regress_logits_on_terms` fits PMI and
 ``log p(x)`` with a slope each; :func:`neighbour_table` labels a word's nearest neighbours by how
-they relate in the counts. The real MLM head is probed in :mod:`bertflow_mini.chapters.mlm_probe`.
+they relate in the counts; :func:`split_half_ceiling` says how high an ``R²`` against a noisy
+empirical ``log p(x|c)`` can go at all. The real MLM head is probed in
+:mod:`bertflow_mini.chapters.mlm_probe`.
 
 Convention throughout: matrices are ``(n_contexts, n_tokens)``; row ``c`` is a context, column ``x`` a token.
 """
+
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,8 +38,14 @@ from bertflow_mini._progress import tqdm
 # ----------------------------------------------------------------------------- a distribution we know
 
 
-def make_joint(n_contexts: int, n_tokens: int, rank: int, seed: int = 0, noise: float = 0.3,
-               zipf_s: float = 1.0) -> np.ndarray:
+def make_joint(
+    n_contexts: int,
+    n_tokens: int,
+    rank: int,
+    seed: int = 0,
+    noise: float = 0.3,
+    zipf_s: float = 1.0,
+) -> np.ndarray:
     """A known joint distribution ``p(c, x)`` (rows contexts, columns tokens, summing to 1).
 
     Built as ``log p(c, x) = a_cᵀb_x + ε_cx − s·log(rank of x) + const``: a rank-``rank`` Gaussian
@@ -45,33 +54,47 @@ def make_joint(n_contexts: int, n_tokens: int, rank: int, seed: int = 0, noise: 
     have very different marginal frequencies, as words do.
     """
     if min(n_contexts, n_tokens, rank) < 1 or noise < 0:
-        raise ValueError("n_contexts, n_tokens and rank must be positive, noise non-negative")
+        raise ValueError(
+            "n_contexts, n_tokens and rank must be positive, noise non-negative"
+        )
     rng = np.random.default_rng(seed)
-    A = rng.normal(size=(n_contexts, rank)) / rank ** 0.25
-    B = rng.normal(size=(n_tokens, rank)) / rank ** 0.25
+    A = rng.normal(size=(n_contexts, rank)) / rank**0.25
+    B = rng.normal(size=(n_tokens, rank)) / rank**0.25
     logits = A @ B.T + noise * rng.normal(size=(n_contexts, n_tokens))
     logits -= zipf_s * np.log(np.arange(1, n_tokens + 1))[None, :]
     return scipy.special.softmax(logits.ravel()).reshape(n_contexts, n_tokens)
 
 
-def sample_corpus(joint: np.ndarray, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def sample_corpus(
+    joint: np.ndarray, n: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``n`` i.i.d. (context, token) pairs from ``joint``; returns ``(context_ids, token_ids)``."""
     joint = check_matrix(joint, "joint")
     if (joint < 0).any() or not np.isclose(joint.sum(), 1.0):
         raise ValueError("joint must be non-negative and sum to 1")
-    flat = np.random.default_rng(seed).choice(joint.size, size=n, p=joint.ravel() / joint.sum())
+    flat = np.random.default_rng(seed).choice(
+        joint.size, size=n, p=joint.ravel() / joint.sum()
+    )
     return flat // joint.shape[1], flat % joint.shape[1]
 
 
-def counts_matrix(contexts: np.ndarray, tokens: np.ndarray, n_contexts: int, n_tokens: int) -> np.ndarray:
+def counts_matrix(
+    contexts: np.ndarray, tokens: np.ndarray, n_contexts: int, n_tokens: int
+) -> np.ndarray:
     """Co-occurrence counts ``N[c, x]`` of the pairs ``(contexts[i], tokens[i])``."""
     contexts, tokens = np.asarray(contexts), np.asarray(tokens)
     if contexts.shape != tokens.shape or contexts.ndim != 1:
         raise ValueError("contexts and tokens must be 1-D arrays of the same length")
-    if len(contexts) and (contexts.min() < 0 or contexts.max() >= n_contexts or tokens.min() < 0
-                          or tokens.max() >= n_tokens):
+    if len(contexts) and (
+        contexts.min() < 0
+        or contexts.max() >= n_contexts
+        or tokens.min() < 0
+        or tokens.max() >= n_tokens
+    ):
         raise ValueError("context or token id out of range")
-    return np.bincount(contexts * n_tokens + tokens, minlength=n_contexts * n_tokens).reshape(n_contexts, n_tokens)
+    return np.bincount(
+        contexts * n_tokens + tokens, minlength=n_contexts * n_tokens
+    ).reshape(n_contexts, n_tokens)
 
 
 # ----------------------------------------------------------------------------- PMI
@@ -87,7 +110,9 @@ def _probabilities(counts_or_joint: np.ndarray, smoothing: float) -> np.ndarray:
     return P / P.sum()
 
 
-def log_marginal(counts_or_joint: np.ndarray, axis: int = 0, smoothing: float = 0.0) -> np.ndarray:
+def log_marginal(
+    counts_or_joint: np.ndarray, axis: int = 0, smoothing: float = 0.0
+) -> np.ndarray:
     """``log p(x)`` (``axis=0``, summing over contexts) or ``log p(c)`` (``axis=1``), after add-``smoothing``."""
     with np.errstate(divide="ignore"):
         return np.log(_probabilities(counts_or_joint, smoothing).sum(axis=axis))
@@ -101,7 +126,11 @@ def pmi_matrix(counts_or_joint: np.ndarray, smoothing: float = 0.0) -> np.ndarra
     """
     P = _probabilities(counts_or_joint, smoothing)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(P) - np.log(P.sum(axis=1, keepdims=True)) - np.log(P.sum(axis=0, keepdims=True))
+        return (
+            np.log(P)
+            - np.log(P.sum(axis=1, keepdims=True))
+            - np.log(P.sum(axis=0, keepdims=True))
+        )
 
 
 # ----------------------------------------------------------------------------- the softmax model
@@ -111,10 +140,10 @@ def pmi_matrix(counts_or_joint: np.ndarray, smoothing: float = 0.0) -> np.ndarra
 class SoftmaxModel:
     """A trained ``p(x|c) = softmax_x(h_cᵀw_x + b_x)``."""
 
-    H: np.ndarray            # (n_contexts, dim) context vectors h_c
-    W: np.ndarray            # (n_tokens, dim) token vectors w_x
-    b: np.ndarray | None     # (n_tokens,) token biases, or None
-    losses: np.ndarray       # cross-entropy (nats per pair) at each step
+    H: np.ndarray  # (n_contexts, dim) context vectors h_c
+    W: np.ndarray  # (n_tokens, dim) token vectors w_x
+    b: np.ndarray | None  # (n_tokens,) token biases, or None
+    losses: np.ndarray  # cross-entropy (nats per pair) at each step
 
     def logits(self) -> np.ndarray:
         """``h_cᵀw_x (+ b_x)`` for every context and token."""
@@ -123,8 +152,13 @@ class SoftmaxModel:
 
 
 def train_softmax_on_counts(
-    counts: np.ndarray, dim: int, steps: int = 500, lr: float = 0.05, seed: int = 0,
-    bias: bool = False, progress: bool = False,
+    counts: np.ndarray,
+    dim: int,
+    steps: int = 500,
+    lr: float = 0.05,
+    seed: int = 0,
+    bias: bool = False,
+    progress: bool = False,
 ) -> SoftmaxModel:
     """Fit ``h_c``, ``w_x`` (and ``b_x``) by minimising the cross-entropy ``−Σ N[c,x] log p(x|c) / Σ N``.
 
@@ -139,8 +173,12 @@ def train_softmax_on_counts(
         raise ValueError("dim and steps must be positive, lr > 0")
     gen = torch.Generator().manual_seed(seed)
     n_c, n_x = N.shape
-    H = torch.nn.Parameter(torch.randn(n_c, dim, generator=gen, dtype=torch.float64) * 0.1)
-    W = torch.nn.Parameter(torch.randn(n_x, dim, generator=gen, dtype=torch.float64) * 0.1)
+    H = torch.nn.Parameter(
+        torch.randn(n_c, dim, generator=gen, dtype=torch.float64) * 0.1
+    )
+    W = torch.nn.Parameter(
+        torch.randn(n_x, dim, generator=gen, dtype=torch.float64) * 0.1
+    )
     b = torch.nn.Parameter(torch.zeros(n_x, dtype=torch.float64)) if bias else None
     Nt = torch.as_tensor(N, dtype=torch.float64)
     opt = torch.optim.Adam([p for p in (H, W, b) if p is not None], lr=lr)
@@ -152,13 +190,25 @@ def train_softmax_on_counts(
         loss.backward()
         opt.step()
         losses[step] = loss.item()
-    return SoftmaxModel(H=H.detach().numpy(), W=W.detach().numpy(),
-                        b=None if b is None else b.detach().numpy(), losses=losses)
+    return SoftmaxModel(
+        H=H.detach().numpy(),
+        W=W.detach().numpy(),
+        b=None if b is None else b.detach().numpy(),
+        losses=losses,
+    )
 
 
 def train_softmax_model(
-    contexts: np.ndarray, tokens: np.ndarray, n_contexts: int, n_tokens: int, dim: int,
-    steps: int = 500, lr: float = 0.05, seed: int = 0, progress: bool = False, bias: bool = False,
+    contexts: np.ndarray,
+    tokens: np.ndarray,
+    n_contexts: int,
+    n_tokens: int,
+    dim: int,
+    steps: int = 500,
+    lr: float = 0.05,
+    seed: int = 0,
+    progress: bool = False,
+    bias: bool = False,
 ) -> SoftmaxModel:
     """Train ``p(x|c) = softmax(h_cᵀw_x [+ b_x])`` on a corpus of (context, token) pairs.
 
@@ -166,13 +216,17 @@ def train_softmax_model(
     occurs, we count them once and train on the counts (:func:`train_softmax_on_counts`).
     """
     N = counts_matrix(contexts, tokens, n_contexts, n_tokens)
-    return train_softmax_on_counts(N, dim, steps=steps, lr=lr, seed=seed, bias=bias, progress=progress)
+    return train_softmax_on_counts(
+        N, dim, steps=steps, lr=lr, seed=seed, bias=bias, progress=progress
+    )
 
 
 # ----------------------------------------------------------------------------- logits vs PMI
 
 
-def regress_logits_on_pmi(logits: np.ndarray, pmi: np.ndarray, log_px: np.ndarray) -> dict:
+def regress_logits_on_pmi(
+    logits: np.ndarray, pmi: np.ndarray, log_px: np.ndarray
+) -> dict:
     """Fit ``logits[c, x] ≈ a · (PMI[c, x] + log p(x)) + λ_c`` and report how well it holds.
 
     Softmax is shift-invariant: adding ``λ_c`` to every logit of context ``c`` leaves ``p(·|c)`` unchanged,
@@ -187,9 +241,11 @@ def regress_logits_on_pmi(logits: np.ndarray, pmi: np.ndarray, log_px: np.ndarra
     pmi = np.asarray(pmi, dtype=np.float64)
     log_px = np.asarray(log_px, dtype=np.float64)
     if pmi.shape != L.shape or log_px.shape != (L.shape[1],):
-        raise ValueError(f"need pmi of shape {L.shape} and log_px of shape ({L.shape[1]},), "
-                         f"got {pmi.shape} and {log_px.shape}")
-    y = pmi + log_px[None, :]                                   # = log p(x|c)
+        raise ValueError(
+            f"need pmi of shape {L.shape} and log_px of shape ({L.shape[1]},), "
+            f"got {pmi.shape} and {log_px.shape}"
+        )
+    y = pmi + log_px[None, :]  # = log p(x|c)
     ok = np.isfinite(y)
     if ok.sum() < 3:
         raise ValueError("fewer than 3 cells with a finite PMI")
@@ -219,8 +275,11 @@ def simple_words(sentence: str) -> list[str]:
 
 
 def cooccurrence(
-    sentences: Sequence[str], window: int = 2, min_count: int = 5,
-    tokenizer: Callable[[str], list[str]] | None = None, vocab: Sequence[str] | None = None,
+    sentences: Sequence[str],
+    window: int = 2,
+    min_count: int = 5,
+    tokenizer: Callable[[str], list[str]] | None = None,
+    vocab: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Word2vec-style co-occurrence counts ``N[c, x]``: how often word ``x`` is within ``window`` of ``c``.
 
@@ -232,12 +291,16 @@ def cooccurrence(
     and columns (context words) share the vocabulary. Returns ``(counts, vocab)``.
     """
     if window < 1 or min_count < 1:
-        raise ValueError(f"window and min_count must be >= 1, got {window} and {min_count}")
+        raise ValueError(
+            f"window and min_count must be >= 1, got {window} and {min_count}"
+        )
     split = tokenizer or simple_words
     docs = [split(s) for s in sentences]
     if vocab is None:
         freq = Counter(w for doc in docs for w in doc)
-        vocab = sorted((w for w, n in freq.items() if n >= min_count), key=lambda w: (-freq[w], w))
+        vocab = sorted(
+            (w for w, n in freq.items() if n >= min_count), key=lambda w: (-freq[w], w)
+        )
     vocab = list(vocab)
     if not vocab:
         raise ValueError(f"no word occurs {min_count} times or more")
@@ -247,10 +310,14 @@ def cooccurrence(
     centre, context = [], []
     for doc in docs:
         ids = np.array([index[w] for w in doc if w in index], dtype=np.int64)
-        for offset in range(1, window + 1):            # both directions: pairs (i, i+offset) and (i+offset, i)
+        for offset in range(
+            1, window + 1
+        ):  # both directions: pairs (i, i+offset) and (i+offset, i)
             centre += [ids[:-offset], ids[offset:]]
             context += [ids[offset:], ids[:-offset]]
-    counts = counts_matrix(np.concatenate(centre), np.concatenate(context), len(vocab), len(vocab))
+    counts = counts_matrix(
+        np.concatenate(centre), np.concatenate(context), len(vocab), len(vocab)
+    )
     return counts, vocab
 
 
@@ -266,7 +333,9 @@ def cross_entropy(logits: np.ndarray, counts: np.ndarray) -> float:
     L = check_matrix(logits, "logits")
     N = check_matrix(counts, "counts", dim=L.shape[1])
     if N.shape != L.shape or (N < 0).any() or N.sum() <= 0:
-        raise ValueError(f"counts must be non-negative, not all zero, of shape {L.shape}; got {N.shape}")
+        raise ValueError(
+            f"counts must be non-negative, not all zero, of shape {L.shape}; got {N.shape}"
+        )
     return float(-(N * scipy.special.log_softmax(L, axis=1)).sum() / N.sum())
 
 
@@ -278,22 +347,30 @@ def conditional_entropy(joint: np.ndarray) -> float:
     return float(-np.nansum(terms))
 
 
-def fit_report(model: SoftmaxModel, train: np.ndarray, held_out: np.ndarray) -> dict[str, float]:
+def fit_report(
+    model: SoftmaxModel, train: np.ndarray, held_out: np.ndarray
+) -> dict[str, float]:
     """Training fit against held-out fit of one model: ``R²`` of its logits on each sample's empirical
     ``log p(x|c)`` (:func:`regress_logits_on_pmi`) and its cross-entropy on each sample."""
     L = model.logits()
-    fits = {name: regress_logits_on_pmi(L, pmi_matrix(N), log_marginal(N))
-            for name, N in (("train", train), ("held-out", held_out))}
+    fits = {
+        name: regress_logits_on_pmi(L, pmi_matrix(N), log_marginal(N))
+        for name, N in (("train", train), ("held-out", held_out))
+    }
     return {
-        "R² train": fits["train"]["r2"], "R² held-out": fits["held-out"]["r2"],
-        "loss train": cross_entropy(L, train), "loss held-out": cross_entropy(L, held_out),
+        "R² train": fits["train"]["r2"],
+        "R² held-out": fits["held-out"]["r2"],
+        "loss train": cross_entropy(L, train),
+        "loss held-out": cross_entropy(L, held_out),
     }
 
 
 # ----------------------------------------------------------------------------- neighbours
 
 
-def nearest_words(vectors: np.ndarray, vocab: Sequence[str], word: str, k: int = 5) -> list[str]:
+def nearest_words(
+    vectors: np.ndarray, vocab: Sequence[str], word: str, k: int = 5
+) -> list[str]:
     """The ``k`` words whose rows of ``vectors`` have the highest cosine with ``word``'s (itself excluded)."""
     X = check_matrix(vectors, "vectors")
     if len(vocab) != len(X):
@@ -307,8 +384,13 @@ def nearest_words(vectors: np.ndarray, vocab: Sequence[str], word: str, k: int =
     return [vocab[j] for j in np.argsort(-sims, kind="stable")[:k]]
 
 
-def neighbour_table(vectors: np.ndarray, counts: np.ndarray, vocab: Sequence[str],
-                    words: Sequence[str], k: int = 5) -> pd.DataFrame:
+def neighbour_table(
+    vectors: np.ndarray,
+    counts: np.ndarray,
+    vocab: Sequence[str],
+    words: Sequence[str],
+    k: int = 5,
+) -> pd.DataFrame:
     """For each of ``words``: its ``k`` nearest words by cosine of ``vectors``, each labelled
     ``co-occur`` (PMI > 0 in ``counts``: syntagmatic, a shared topic or phrase) or ``substitute``
     (never more often than chance together: paradigmatic, neighbours because they fill the same slots)."""
@@ -318,7 +400,9 @@ def neighbour_table(vectors: np.ndarray, counts: np.ndarray, vocab: Sequence[str
     for word in words:
         for rank, other in enumerate(nearest_words(vectors, vocab, word, k), start=1):
             relation = "co-occur" if P[index[word], index[other]] > 0 else "substitute"
-            rows.append({"word": word, "rank": rank, "neighbour": other, "relation": relation})
+            rows.append(
+                {"word": word, "rank": rank, "neighbour": other, "relation": relation}
+            )
     return pd.DataFrame(rows)
 
 
@@ -333,18 +417,73 @@ def regress_logits_on_terms(logits: np.ndarray, terms: dict[str, np.ndarray]) ->
     L = check_matrix(logits, "logits")
     if not terms:
         raise ValueError("need at least one term")
-    T = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), L.shape) for k, v in terms.items()}
+    T = {
+        k: np.broadcast_to(np.asarray(v, dtype=np.float64), L.shape)
+        for k, v in terms.items()
+    }
     ok = np.logical_and.reduce([np.isfinite(v) for v in T.values()])
     if ok.sum() <= len(T) + 1:
         raise ValueError("too few cells where every term is finite")
 
     def centred(M: np.ndarray) -> np.ndarray:
         M = np.where(ok, M, 0.0)
-        return (M - M.sum(axis=1, keepdims=True) / np.maximum(ok.sum(axis=1, keepdims=True), 1))[ok]
+        return (
+            M
+            - M.sum(axis=1, keepdims=True)
+            / np.maximum(ok.sum(axis=1, keepdims=True), 1)
+        )[ok]
 
     y = centred(L)
     X = np.column_stack([centred(v) for v in T.values()])
     coef, *_ = np.linalg.lstsq(X, y, rcond=None)
     resid = y - X @ coef
-    return {"slopes": dict(zip(T, coef.tolist())), "r2": float(1 - resid @ resid / (y @ y)),
-            "n_cells": int(ok.sum())}
+    return {
+        "slopes": dict(zip(T, coef.tolist())),
+        "r2": float(1 - resid @ resid / (y @ y)),
+        "n_cells": int(ok.sum()),
+    }
+
+
+# ----------------------------------------------------------------------------- noise ceiling
+
+
+def split_half_ceiling(
+    half_a: np.ndarray, half_b: np.ndarray, cells: np.ndarray | None = None
+) -> dict:
+    """The highest ``R²`` any predictor can reach against an empirical ``log p(x|c)``.
+
+    ``half_a`` and ``half_b`` count the same (context, token) cells in two disjoint
+    halves of a corpus (say, its even and its odd sentences). On the cells of ``cells``
+    (default: all) that both halves saw, each half's ``log p(x|c)``, centred per context
+    as :func:`regress_logits_on_pmi` centres it, is correlated with the other's: the
+    split-half correlation ``r``. A half carries twice the sampling noise of the whole
+    corpus, so the whole corpus' estimate has reliability ``2r / (1 + r)``
+    (Spearman–Brown): the share of its within-context variance that is not sampling
+    noise. An ``R²`` against a noisy target is the ``R²`` against the truth times that
+    share, so even the true ``log p(x|c)`` would reach only that ``ceiling``. Cells one
+    half never saw are left out: they are the noisiest, so the ceiling errs high.
+    Returns ``r``, ``ceiling`` and ``n_cells``.
+    """
+    A, B = check_matrix(half_a, "half_a"), check_matrix(half_b, "half_b")
+    if A.shape != B.shape or (A < 0).any() or (B < 0).any():
+        raise ValueError(
+            f"half_a {A.shape} and half_b {B.shape} must be non-negative counts "
+            "of one shape"
+        )
+    ok = (A > 0) & (B > 0)
+    if cells is not None:
+        cells = np.asarray(cells, dtype=bool)
+        if cells.shape != A.shape:
+            raise ValueError(
+                f"cells {cells.shape} must have the counts' shape {A.shape}"
+            )
+        ok &= cells
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_a, log_b = (
+            np.log(N) - np.log(N.sum(axis=1, keepdims=True)) for N in (A, B)
+        )
+    fit = regress_logits_on_terms(
+        np.where(ok, log_a, 0.0), {"half b": np.where(ok, log_b, -np.inf)}
+    )
+    r = float(np.sign(fit["slopes"]["half b"]) * np.sqrt(max(fit["r2"], 0.0)))
+    return {"r": r, "ceiling": max(2 * r / (1 + r), 0.0), "n_cells": fit["n_cells"]}

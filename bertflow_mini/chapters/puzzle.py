@@ -4,31 +4,34 @@ The puzzle of the book is that raw BERT vectors give *every* pair of sentences a
 module turns that into numbers on the STS Benchmark:
 
 * :func:`random_pairs` — pairs of distinct sentences drawn at random ("two arbitrary sentences");
-* :func:`overlap_coefficient` and :func:`auc` — how much two distributions of similarities overlap;
+* :func:`overlap_coefficient` and the AUC (:func:`bertflow_mini.evaluation.entailment.auc`) — how
+  much two distributions of similarities overlap;
 * :func:`separation_row` — the chapter's first table, one row per encoder (or per no-model control);
 * :func:`pooling_grid_table` — STS-B Spearman for every *distinct* pooling of
   :func:`bertflow_mini.encoders.pooling.pooling_grid` (one layer averaged = one layer concatenated);
 * :func:`centred_scores` and :func:`mean_share` — what subtracting the mean vector does;
 * :func:`most_frequent_tokens` and :func:`mean_pool_dropping` — the mean pooling re-measured with the
-  most frequent tokens left out, to test "sentences crowd because they share frequent words".
+  most frequent tokens left out, to test "sentences crowd because they share frequent words";
+* :func:`cosine_by_stage` — where a random network's high cosines come from: the mean cosine of
+  sentence pairs at each stage of BERT's input, with the position or token-type embeddings zeroed.
 
 Defined for Chapter 0 (``book/00-the-puzzle.ipynb``).
 """
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import scipy.stats
 import torch
 
 from bertflow_mini._checks import check_matrix
 from bertflow_mini.data import STSPairs
+from bertflow_mini.encoders.encoder import Encoder, encode, tokenized
 from bertflow_mini.encoders.pooling import LAYER_COMBINES, TOKEN_POOLINGS, parse_pooling
-from bertflow_mini.encoders.encoder import Encoder
-from bertflow_mini.encoders.encoder import encode
+from bertflow_mini.evaluation.entailment import auc
 from bertflow_mini.evaluation.sts import cosine_scores, score_pairs, spearman
 
 
@@ -38,7 +41,9 @@ def random_pairs(n_items: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.nd
         raise ValueError(f"need n_items >= 2 and n >= 1, got {n_items} and {n}")
     rng = np.random.default_rng(seed)
     i = rng.integers(0, n_items, n)
-    j = (i + rng.integers(1, n_items, n)) % n_items  # an offset in 1 … n_items-1: never i itself
+    j = (
+        i + rng.integers(1, n_items, n)
+    ) % n_items  # an offset in 1 … n_items-1: never i itself
     return i, j
 
 
@@ -49,8 +54,12 @@ def _sample(x: np.ndarray, name: str) -> np.ndarray:
     return x
 
 
-def overlap_coefficient(a: np.ndarray, b: np.ndarray, bins: int = 100,
-                        value_range: tuple[float, float] = (-1.0, 1.0)) -> float:
+def overlap_coefficient(
+    a: np.ndarray,
+    b: np.ndarray,
+    bins: int = 100,
+    value_range: tuple[float, float] = (-1.0, 1.0),
+) -> float:
     """Overlap of two samples' histograms, ``∫ min(p, q)``: 0 = disjoint, 1 = identical.
 
     Both histograms share ``bins`` equal bins on ``value_range`` (cosines live on [-1, 1]).
@@ -62,17 +71,12 @@ def overlap_coefficient(a: np.ndarray, b: np.ndarray, bins: int = 100,
     return float(np.minimum(p, q).sum() * (edges[1] - edges[0]))
 
 
-def auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """``P(pos > neg) + P(pos = neg) / 2`` for a random ``pos`` and ``neg`` value: the area under the
-    ROC curve, from the Mann–Whitney U statistic (scipy). 0.5 = chance, 1 = perfect separation."""
-    pos, neg = _sample(pos, "pos"), _sample(neg, "neg")
-    u = scipy.stats.mannwhitneyu(pos, neg, alternative="two-sided").statistic
-    return float(u / (len(pos) * len(neg)))
-
-
 def separation_row(
-    random_sims: np.ndarray, pair_sims: np.ndarray, gold: np.ndarray,
-    related: float = 4.0, unrelated: float = 1.0,
+    random_sims: np.ndarray,
+    pair_sims: np.ndarray,
+    gold: np.ndarray,
+    related: float = 4.0,
+    unrelated: float = 1.0,
 ) -> dict[str, float]:
     """One row of Chapter 0's first table for one way of scoring sentence pairs.
 
@@ -81,7 +85,9 @@ def separation_row(
     """
     pair_sims, gold = _sample(pair_sims, "pair_sims"), _sample(gold, "gold")
     if pair_sims.shape != gold.shape:
-        raise ValueError(f"pair_sims {pair_sims.shape} and gold {gold.shape} differ in length")
+        raise ValueError(
+            f"pair_sims {pair_sims.shape} and gold {gold.shape} differ in length"
+        )
     para, unrel = pair_sims[gold >= related], pair_sims[gold <= unrelated]
     rand = _sample(random_sims, "random_sims")
     return {
@@ -90,7 +96,10 @@ def separation_row(
         "sim paraphrase": float(para.mean()),
         "OVL random/para": overlap_coefficient(rand, para),
         "OVL unrel./para": overlap_coefficient(unrel, para),
-        "AUC para > unrel.": auc(para, unrel),
+        "AUC para > unrel.": auc(
+            np.concatenate([para, unrel]),
+            np.r_[np.ones(len(para)), np.zeros(len(unrel))],
+        ),
         "STS-B ρ×100": spearman(pair_sims, gold),
     }
 
@@ -139,19 +148,25 @@ def pooling_grid_table(
         cells[label] = score_pairs(pairs, X[left], X[right]).all
     table = pd.Series(cells).unstack()
     ks = sorted({int(c.split()[1]) for c in table.columns})
-    columns = ["last 1"] + [f"last {k} {c}" for c in LAYER_COMBINES for k in ks if k > 1]
+    columns = ["last 1"] + [
+        f"last {k} {c}" for c in LAYER_COMBINES for k in ks if k > 1
+    ]
     rows = [t for t in TOKEN_POOLINGS if t in table.index]
     return table.loc[rows, [c for c in columns if c in table.columns]]
 
 
 # ------------------------------------------------------------------- frequent tokens left out
-def most_frequent_tokens(tokenizer, sentences: Sequence[str], k: int, max_length: int = 64) -> np.ndarray:
+def most_frequent_tokens(
+    tokenizer, sentences: Sequence[str], k: int, max_length: int = 64
+) -> np.ndarray:
     """The ids of the ``k`` tokens that occur most often in ``sentences`` as ``tokenizer`` splits them
     ([CLS] and [SEP] included: they are in every sentence), most frequent first; ties go to the
     smaller id."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
-    ids = tokenizer(list(sentences), truncation=True, max_length=max_length)["input_ids"]
+    ids = tokenizer(list(sentences), truncation=True, max_length=max_length)[
+        "input_ids"
+    ]
     counts = Counter(i for seq in ids for i in seq)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return np.array([i for i, _ in ranked[:k]], dtype=np.int64)
@@ -159,8 +174,12 @@ def most_frequent_tokens(tokenizer, sentences: Sequence[str], k: int, max_length
 
 @torch.no_grad()
 def mean_pool_dropping(
-    encoder: Encoder, sentences: Sequence[str], drop: Sequence[Sequence[int]],
-    layers: Sequence[int] | None = None, max_length: int = 64, batch_size: int = 64,
+    encoder: Encoder,
+    sentences: Sequence[str],
+    drop: Sequence[Sequence[int]],
+    layers: Sequence[int] | None = None,
+    max_length: int = 64,
+    batch_size: int = 64,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean pooling with some tokens left out: for each id list in ``drop``, the masked mean over the
     tokens *not* in it, of the ``hidden_states`` ``layers`` (default: the last layer; several are
@@ -171,7 +190,11 @@ def mean_pool_dropping(
     An empty drop list gives the plain mean pooling (``last-avg`` for the default layer).
     """
     encoder.require_transformer("token-level pooling")
-    if isinstance(sentences, str) or not sentences or not all(isinstance(x, str) for x in sentences):
+    if (
+        isinstance(sentences, str)
+        or not sentences
+        or not all(isinstance(x, str) for x in sentences)
+    ):
         raise ValueError("sentences must be a non-empty sequence of strings")
     sentences = list(sentences)
     L = encoder.n_layers
@@ -180,13 +203,19 @@ def mean_pool_dropping(
     out = np.empty((len(drop_sets), len(sentences), encoder.dim), dtype=np.float32)
     n_empty = np.zeros(len(drop_sets), dtype=np.int64)
     for start in range(0, len(sentences), batch_size):
-        batch = encoder.tokenizer(sentences[start : start + batch_size], padding=True, truncation=True,
-                                  max_length=max_length, return_tensors="pt").to(encoder.device)
+        batch = tokenized(
+            encoder.tokenizer,
+            sentences[start : start + batch_size],
+            max_length,
+            encoder.device,
+        )
         hs = encoder.model(**batch, output_hidden_states=True).hidden_states
         hidden = torch.stack([hs[i] for i in layers]).mean(0).float()  # (b, t, d)
         mask = batch["attention_mask"].bool()
         for n, ids in enumerate(drop_sets):
-            keep = mask & ~torch.isin(batch["input_ids"], ids.to(batch["input_ids"].device))
+            keep = mask & ~torch.isin(
+                batch["input_ids"], ids.to(batch["input_ids"].device)
+            )
             empty = ~keep.any(dim=1)
             keep[empty] = mask[empty]  # nothing left: the sentence keeps its full mean
             n_empty[n] += int(empty.sum())
@@ -194,3 +223,90 @@ def mean_pool_dropping(
             pooled = (hidden * m).sum(1) / m.sum(1)
             out[n, start : start + len(pooled)] = pooled.detach().cpu().numpy()
     return out, n_empty
+
+
+# ------------------------------------------------------------- where a random network's cosine comes from
+#: The stages :func:`cosine_by_stage` measures, in the order BERT computes them.
+STAGES = ("word vectors", "+ position + token type", "after LayerNorm", "last layer")
+#: The additive parts of BERT's input embedding that :func:`cosine_by_stage` can zero.
+EMBEDDING_PARTS = ("position", "token type")
+
+
+def _mean_cosine(X: np.ndarray, left: Sequence[int], right: Sequence[int]) -> float:
+    return float(cosine_scores(X[list(left)], X[list(right)]).mean())
+
+
+@torch.no_grad()
+def cosine_by_stage(
+    encoder: Encoder,
+    left: Sequence[str],
+    right: Sequence[str],
+    zero: Sequence[str] = (),
+    max_length: int = 64,
+    batch_size: int = 64,
+) -> dict[str, float]:
+    """The mean cosine of the sentence pairs ``(left[k], right[k])``, each sentence mean-pooled over
+    its tokens ([CLS] and [SEP] included, as ``last-avg``), at each of :data:`STAGES`: the word
+    vectors alone (the embedding lookup), their sum with the position and token-type embeddings,
+    that sum after the embedding LayerNorm (the model's layer 0), and the last layer.
+
+    ``zero`` names parts of :data:`EMBEDDING_PARTS` set to zero for the measurement; the weights are
+    restored afterwards, even on an error. Needs a BERT-style input embedding
+    (``model.embeddings`` with word, position and token-type tables and a LayerNorm).
+    """
+    encoder.require_transformer("cosine_by_stage")
+    for name, side in (("left", left), ("right", right)):
+        if (
+            isinstance(side, str)
+            or not side
+            or not all(isinstance(x, str) for x in side)
+        ):
+            raise ValueError(f"{name} must be a non-empty sequence of strings")
+    if len(left) != len(right):
+        raise ValueError(
+            f"left and right differ in length: {len(left)} and {len(right)}"
+        )
+    unknown = set(zero) - set(EMBEDDING_PARTS)
+    if unknown:
+        raise ValueError(
+            f"zero: unknown parts {sorted(unknown)}; known: {list(EMBEDDING_PARTS)}"
+        )
+    emb = getattr(encoder.model, "embeddings", None)
+    tables = {
+        "word": getattr(emb, "word_embeddings", None),
+        "position": getattr(emb, "position_embeddings", None),
+        "token type": getattr(emb, "token_type_embeddings", None),
+    }
+    if any(t is None for t in tables.values()):
+        raise ValueError(
+            f"{encoder.name}: no BERT-style input embedding (word/position/token type)"
+        )
+    sentences = list(dict.fromkeys([*left, *right]))
+    row = {s: n for n, s in enumerate(sentences)}
+    pooled = {stage: np.empty((len(sentences), encoder.dim)) for stage in STAGES}
+    saved = {part: tables[part].weight.detach().clone() for part in dict.fromkeys(zero)}
+    try:
+        for part in saved:
+            tables[part].weight.zero_()
+        for start in range(0, len(sentences), batch_size):
+            batch = tokenized(
+                encoder.tokenizer,
+                sentences[start : start + batch_size],
+                max_length,
+                encoder.device,
+            )
+            ids = batch["input_ids"]
+            types = batch.get("token_type_ids", torch.zeros_like(ids))
+            positions = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
+            words = tables["word"](ids)
+            summed = words + tables["position"](positions) + tables["token type"](types)
+            hs = encoder.model(**batch, output_hidden_states=True).hidden_states
+            m = batch["attention_mask"].unsqueeze(-1).float()
+            for stage, h in zip(STAGES, (words, summed, hs[0], hs[-1])):
+                mean = (h.float() * m).sum(1) / m.sum(1)
+                pooled[stage][start : start + len(mean)] = mean.cpu().numpy()
+    finally:
+        for part, weight in saved.items():
+            tables[part].weight.copy_(weight)
+    a, b = [row[s] for s in left], [row[s] for s in right]
+    return {stage: _mean_cosine(X, a, b) for stage, X in pooled.items()}

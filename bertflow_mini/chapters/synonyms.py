@@ -6,8 +6,12 @@ behind Chapter 3's measurement: the synonym sets of WordNet 3.0 (:func:`wordnet_
 single-token synonyms a vocabulary knows (:func:`synonym_map`), a short hand-checked list of clean
 synonyms in matching inflections (:data:`CLEAN_SYNONYMS`, :func:`clean_synonym_map`), and, for real
 sentences, one swap per sentence with the log-frequency gap it makes (:func:`synonym_swaps`).
-The cosine between each sentence and its swapped twin is then a function of that gap.
+The cosine between each sentence and its swapped twin is then a function of that gap:
+:func:`gap_correlation` measures Spearman's ρ between the two with intervals that treat the swaps of
+one word pair as one cluster (:func:`pair_labels`) and use Spearman's own Fisher variance
+(:func:`spearman_half_width`).
 """
+
 from __future__ import annotations
 
 import re
@@ -18,10 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from bertflow_mini.data.corpus import WORDNET_FILES, _open_text
-from bertflow_mini.data.datasets import data_root
+from bertflow_mini.data.layout import data_root
 
 _WORD = re.compile(r"[A-Za-z]+")
-_ADJ_MARKER = re.compile(r"\([a-z]+\)$")  # "galore(ip)": a syntactic marker on some adjectives
+_ADJ_MARKER = re.compile(
+    r"\([a-z]+\)$"
+)  # "galore(ip)": a syntactic marker on some adjectives
 
 
 def parse_synset_line(line: str) -> list[str]:
@@ -47,7 +53,9 @@ def wordnet_synsets(root: str | Path | None = None) -> list[list[str]]:
     return out
 
 
-def synonym_map(synsets: Iterable[Sequence[str]], vocab: set[str]) -> dict[str, list[str]]:
+def synonym_map(
+    synsets: Iterable[Sequence[str]], vocab: set[str]
+) -> dict[str, list[str]]:
     """For every single-word lemma in ``vocab``, its synonyms (same synset) that are in ``vocab`` too,
     sorted and without the word itself."""
     out: dict[str, set[str]] = {}
@@ -62,21 +70,51 @@ def synonym_map(synsets: Iterable[Sequence[str]], vocab: set[str]) -> dict[str, 
 #: swap changes the word's frequency and little else: the base forms share a WordNet 3.0 synset,
 #: inflected forms follow their base. Each pair is used in both directions.
 CLEAN_SYNONYMS: tuple[tuple[str, str], ...] = (
-    ("car", "automobile"), ("cars", "automobiles"), ("kid", "child"), ("kids", "children"),
-    ("photo", "photograph"), ("photos", "photographs"), ("couch", "sofa"), ("big", "large"),
-    ("fast", "quick"), ("quickly", "rapidly"), ("start", "begin"), ("starts", "begins"),
-    ("started", "began"), ("talk", "speak"), ("talking", "speaking"), ("talks", "speaks"),
-    ("shouting", "yelling"), ("shout", "yell"), ("buy", "purchase"), ("bought", "purchased"),
-    ("jump", "leap"), ("jumping", "leaping"), ("jumps", "leaps"), ("plane", "airplane"),
-    ("bike", "bicycle"), ("bikes", "bicycles"), ("motorcycle", "motorbike"), ("sea", "ocean"),
-    ("rock", "stone"), ("rocks", "stones"), ("movie", "film"), ("movies", "films"),
-    ("television", "tv"), ("happy", "glad"), ("sick", "ill"), ("puppy", "pup"), ("pig", "hog"),
-    ("attempt", "try"), ("attempts", "tries"),
+    ("car", "automobile"),
+    ("cars", "automobiles"),
+    ("kid", "child"),
+    ("kids", "children"),
+    ("photo", "photograph"),
+    ("photos", "photographs"),
+    ("couch", "sofa"),
+    ("big", "large"),
+    ("fast", "quick"),
+    ("quickly", "rapidly"),
+    ("start", "begin"),
+    ("starts", "begins"),
+    ("started", "began"),
+    ("talk", "speak"),
+    ("talking", "speaking"),
+    ("talks", "speaks"),
+    ("shouting", "yelling"),
+    ("shout", "yell"),
+    ("buy", "purchase"),
+    ("bought", "purchased"),
+    ("jump", "leap"),
+    ("jumping", "leaping"),
+    ("jumps", "leaps"),
+    ("plane", "airplane"),
+    ("bike", "bicycle"),
+    ("bikes", "bicycles"),
+    ("motorcycle", "motorbike"),
+    ("sea", "ocean"),
+    ("rock", "stone"),
+    ("rocks", "stones"),
+    ("movie", "film"),
+    ("movies", "films"),
+    ("television", "tv"),
+    ("happy", "glad"),
+    ("sick", "ill"),
+    ("puppy", "pup"),
+    ("pig", "hog"),
+    ("attempt", "try"),
+    ("attempts", "tries"),
 )
 
 
-def clean_synonym_map(vocab: set[str], pairs: Iterable[tuple[str, str]] = CLEAN_SYNONYMS
-                      ) -> dict[str, list[str]]:
+def clean_synonym_map(
+    vocab: set[str], pairs: Iterable[tuple[str, str]] = CLEAN_SYNONYMS
+) -> dict[str, list[str]]:
     """:data:`CLEAN_SYNONYMS` (both directions) restricted to pairs whose two words are both in
     ``vocab`` — a map in the shape :func:`synonym_swaps` takes."""
     out: dict[str, set[str]] = {}
@@ -115,8 +153,11 @@ def synonym_swaps(
     rng = np.random.default_rng(seed)
     out = []
     for sentence in sentences:
-        spans = [m for m in _WORD.finditer(sentence) if _eligible(m.group().lower(), synonyms, frequency,
-                                                                  max_frequency)]
+        spans = [
+            m
+            for m in _WORD.finditer(sentence)
+            if _eligible(m.group().lower(), synonyms, frequency, max_frequency)
+        ]
         if not spans:
             continue
         m = spans[rng.integers(len(spans))]
@@ -124,7 +165,7 @@ def synonym_swaps(
         options = [s for s in synonyms[word] if frequency(s) > 0]
         synonym = options[rng.integers(len(options))]
         new = synonym.capitalize() if m.group()[0].isupper() else synonym
-        swapped = _fix_article(sentence[: m.start()], new) + new + sentence[m.end():]
+        swapped = _fix_article(sentence[: m.start()], new) + new + sentence[m.end() :]
         gap = float(np.log10(frequency(synonym)) - np.log10(frequency(word)))
         out.append(Swap(sentence, swapped, word, synonym, gap))
     return out
@@ -142,7 +183,105 @@ def _fix_article(before: str, word: str) -> str:
     return before[: m.start()] + article + m.group(3)
 
 
-def _eligible(word: str, synonyms: dict[str, list[str]], frequency: Callable[[str], float],
-              max_frequency: float) -> bool:
+def _eligible(
+    word: str,
+    synonyms: dict[str, list[str]],
+    frequency: Callable[[str], float],
+    max_frequency: float,
+) -> bool:
     f = frequency(word) if word in synonyms else 0.0
     return 0 < f <= max_frequency and any(frequency(s) > 0 for s in synonyms[word])
+
+
+# ------------------------------------------------------------- does the cosine fall with the gap?
+#: Fieller, Hartley & Pearson (1957): the Fisher-z of Spearman's ρ has variance ≈ 1.06 / (n − 3).
+SPEARMAN_FISHER_VARIANCE = 1.06
+
+
+def pair_labels(swaps: Sequence[Swap]) -> np.ndarray:
+    """One label per swap naming its unordered word pair ("car/automobile" = "automobile/car"):
+    swaps of one pair share their |gap| exactly, so they are one cluster, not independent draws."""
+    return np.array(["/".join(sorted((s.word, s.synonym))) for s in swaps])
+
+
+def spearman_half_width(n: int, level_z: float = 1.96) -> float:
+    """Half-width of the approximate 95 % interval of Spearman's ρ near 0 from ``n`` independent
+    pairs: z · √(1.06 / (n − 3)) (Fisher's transformation with Spearman's variance)."""
+    if n < 4:
+        raise ValueError(f"need at least 4 independent observations, got {n}")
+    return float(level_z * np.sqrt(SPEARMAN_FISHER_VARIANCE / (n - 3)))
+
+
+@dataclass(frozen=True)
+class GapCorrelation:
+    """Spearman's ρ between |gap| and cosine over the swaps, with intervals that respect the pairs.
+
+    ``low``/``high``: percentile interval of a bootstrap that resamples *word pairs* (clusters);
+    ``pair_rho``: ρ between each pair's |gap| and its mean cosine, ± ``pair_half_width``
+    (:func:`spearman_half_width` of the number of pairs)."""
+
+    rho: float
+    n: int
+    pairs: int
+    low: float
+    high: float
+    pair_rho: float
+    pair_half_width: float
+
+    @property
+    def excludes_zero(self) -> bool:
+        """True when the pair-clustered interval lies on one side of 0."""
+        return self.low > 0 or self.high < 0
+
+
+def gap_correlation(
+    gap_size: np.ndarray,
+    cosine: np.ndarray,
+    pairs: np.ndarray,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> GapCorrelation:
+    """:class:`GapCorrelation` of ``cosine`` with ``gap_size``, swaps clustered by ``pairs``."""
+    from scipy.stats import rankdata, spearmanr
+
+    x, y = (np.asarray(a, dtype=np.float64) for a in (gap_size, cosine))
+    pairs = np.asarray(pairs)
+    if x.ndim != 1 or x.shape != y.shape or pairs.shape != x.shape:
+        raise ValueError(
+            f"gap_size, cosine and pairs must be 1-D of one length: {x.shape}, {y.shape}, "
+            f"{pairs.shape}"
+        )
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("gap_size and cosine must be finite")
+    if not 0 < level < 1 or n_resamples < 1:
+        raise ValueError(
+            f"need 0 < level < 1 and n_resamples >= 1, got {level}, {n_resamples}"
+        )
+    names, cluster = np.unique(pairs, return_inverse=True)
+    k = len(names)
+    if k < 4:
+        raise ValueError(f"need at least 4 distinct word pairs, got {k}")
+    members = [np.flatnonzero(cluster == c) for c in range(k)]
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_resamples):
+        idx = np.concatenate([members[c] for c in rng.integers(0, k, k)])
+        rx, ry = rankdata(x[idx]), rankdata(y[idx])
+        rx, ry = rx - rx.mean(), ry - ry.mean()
+        denom = np.sqrt((rx * rx).sum() * (ry * ry).sum())
+        if denom > 0:
+            draws.append((rx * ry).sum() / denom)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(draws, [tail, 100 - tail])
+    pair_gap = np.array([x[m].mean() for m in members])
+    pair_cos = np.array([y[m].mean() for m in members])
+    return GapCorrelation(
+        rho=float(spearmanr(x, y).statistic),
+        n=len(x),
+        pairs=k,
+        low=float(low),
+        high=float(high),
+        pair_rho=float(spearmanr(pair_gap, pair_cos).statistic),
+        pair_half_width=spearman_half_width(k),
+    )

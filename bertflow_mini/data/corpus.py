@@ -20,21 +20,21 @@ Two sources, both plain English and never a label:
 A fixed 2% of the distinct sentences is held out, chosen by a hash of the sentence (so it does not
 depend on order or on which other sentences are present).
 """
+
 from __future__ import annotations
 
 import gzip
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
-from bertflow_mini.data.datasets import TASKS
-from bertflow_mini.data.datasets import data_root
+from bertflow_mini.data.layout import WORDNET_FILES, data_root
+from bertflow_mini.data.pairs import TASKS
 
-WORDNET_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
 CORPORA = ("wordnet+sts", "wordnet", "sts", "dictionary+sts", "dictionary")
 #: A dictionary entry longer than this (in whitespace words) is split between gloss parts; at about
 #: 1.46 wordpieces per word, 40 words fit a 64-token window with its [CLS] and [SEP].
@@ -53,7 +53,11 @@ def _open_text(folder: Path, name: str):
     """``name`` or ``name.gz`` inside ``folder`` (the mirror gzips, the official archive does not)."""
     for path in (folder / f"{name}.gz", folder / name):
         if path.is_file():
-            return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+            return (
+                gzip.open(path, "rt", encoding="utf-8")
+                if path.suffix == ".gz"
+                else open(path, encoding="utf-8")
+            )
     raise FileNotFoundError(f"{folder / name}(.gz) does not exist")
 
 
@@ -77,15 +81,25 @@ def headwords(path_name: str, number: int, fields: list[str]) -> list[str]:
     try:
         count = int(fields[3], 16)
     except (IndexError, ValueError):
-        raise ValueError(f"{path_name}:{number}: no hexadecimal word count in the fourth field") from None
-    words, lex_ids = fields[4:4 + 2 * count:2], fields[5:5 + 2 * count:2]
-    if count == 0 or len(lex_ids) != count or not all(re.fullmatch(r"[0-9a-f]", i) for i in lex_ids):
+        raise ValueError(
+            f"{path_name}:{number}: no hexadecimal word count in the fourth field"
+        ) from None
+    words, lex_ids = fields[4 : 4 + 2 * count : 2], fields[5 : 5 + 2 * count : 2]
+    if (
+        count == 0
+        or len(lex_ids) != count
+        or not all(re.fullmatch(r"[0-9a-f]", i) for i in lex_ids)
+    ):
         pairs = sum(1 for i in lex_ids if re.fullmatch(r"[0-9a-f]", i))
-        raise ValueError(f"{path_name}:{number}: the line announces {count} words but has {pairs} (word, lex_id) pairs")
+        raise ValueError(
+            f"{path_name}:{number}: the line announces {count} words but has {pairs} (word, lex_id) pairs"
+        )
     return [re.sub(r"\((a|p|ip)\)$", "", w).replace("_", " ") for w in words]
 
 
-def dictionary_entry(words: list[str], parts: list[Gloss], max_words: int = ENTRY_WORDS) -> list[str]:
+def dictionary_entry(
+    words: list[str], parts: list[Gloss], max_words: int = ENTRY_WORDS
+) -> list[str]:
     """A synset as a dictionary prints it: ``w1, w2: part; part; …`` (one string, or several under the
     same headwords when it is longer than ``max_words``: split between parts, never inside one)."""
     head = ", ".join(words) + ": "
@@ -110,16 +124,26 @@ def _synsets(root: str | Path | None) -> Iterator[tuple[str, int, str, str]]:
                 if line.startswith("  "):  # the licence header
                     continue
                 if " | " not in line:
-                    raise ValueError(f"{folder / name}:{number}: a synset line without ' | ' before its gloss")
+                    raise ValueError(
+                        f"{folder / name}:{number}: a synset line without ' | ' before its gloss"
+                    )
                 fields, gloss = line.split(" | ", 1)
                 yield str(folder / name), number, fields, gloss.rstrip("\n").strip()
 
 
-def dictionary_entries(root: str | Path | None = None, max_words: int = ENTRY_WORDS) -> list[str]:
+def dictionary_entries(
+    root: str | Path | None = None, max_words: int = ENTRY_WORDS
+) -> list[str]:
     """Every synset of WordNet 3.0 as a dictionary entry (:func:`dictionary_entry`), in file order."""
     out: list[str] = []
     for path_name, number, fields, gloss in _synsets(root):
-        out.extend(dictionary_entry(headwords(path_name, number, fields.split()), split_gloss(gloss), max_words))
+        out.extend(
+            dictionary_entry(
+                headwords(path_name, number, fields.split()),
+                split_gloss(gloss),
+                max_words,
+            )
+        )
     return out
 
 
@@ -133,15 +157,19 @@ def wordnet_glosses(root: str | Path | None = None) -> list[Gloss]:
 
 def sts_sentences() -> list[str]:
     """Every distinct sentence of STS12–16, STS-B and SICK (all splits), without the scores."""
-    from bertflow_mini.data.datasets import task_sentences
+    from bertflow_mini.data.sts import task_sentences
 
     seen: dict[str, None] = {}
     for task in TASKS:
-        seen.update(dict.fromkeys(task_sentences(task, capped=False)))  # a quick run's cap never trains a model
+        seen.update(
+            dict.fromkeys(task_sentences(task, capped=False))
+        )  # a quick run's cap never trains a model
     return list(seen)
 
 
-def corpus_sentences(corpus: str = "wordnet+sts", root: str | Path | None = None) -> list[str]:
+def corpus_sentences(
+    corpus: str = "wordnet+sts", root: str | Path | None = None
+) -> list[str]:
     """The distinct sentences of ``corpus`` (see :data:`CORPORA`), in a fixed order."""
     if corpus not in CORPORA:
         raise ValueError(f"corpus must be one of {CORPORA}, got {corpus!r}")
@@ -162,12 +190,16 @@ def is_held_out(sentence: str, fraction: float = 0.02) -> bool:
     return h < fraction * 2**64
 
 
-def split_held_out(sentences: list[str], fraction: float = 0.02) -> tuple[list[str], list[str]]:
+def split_held_out(
+    sentences: list[str], fraction: float = 0.02
+) -> tuple[list[str], list[str]]:
     """(training sentences, held-out sentences), each in the order given."""
     if not 0.0 <= fraction < 1.0:
         raise ValueError(f"fraction must be in [0, 1), got {fraction}")
     held = [is_held_out(s, fraction) for s in sentences]
-    return [s for s, h in zip(sentences, held) if not h], [s for s, h in zip(sentences, held) if h]
+    return [s for s, h in zip(sentences, held) if not h], [
+        s for s, h in zip(sentences, held) if h
+    ]
 
 
 def unigram_entropy(counts: np.ndarray) -> float:
@@ -175,6 +207,8 @@ def unigram_entropy(counts: np.ndarray) -> float:
     ignores the context and predicts each token by its corpus frequency."""
     p = np.asarray(counts, dtype=np.float64)
     if p.ndim != 1 or (p < 0).any() or p.sum() <= 0 or not np.isfinite(p).all():
-        raise ValueError("counts must be a 1-D array of non-negative, finite numbers with a positive sum")
+        raise ValueError(
+            "counts must be a 1-D array of non-negative, finite numbers with a positive sum"
+        )
     p = p[p > 0] / p.sum()
     return float(-(p * np.log(p)).sum())

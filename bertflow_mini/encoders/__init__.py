@@ -2,10 +2,13 @@
 
 ``sources``      where a model's files are: an explicit folder, ``$BERTFLOW_MODELS``, or the hub
 ``names``        **the one map from a name to a folder**: mirror → cache → train on demand → hub;
-                 ``scratch-bert@25``, ``<any model>@0`` (random init; ``@0-trunc``: Google's), ``+simcse``,
-                 MultiBERTs
+                 ``scratch-bert@25``, ``<any model>@0``, ``+simcse``, MultiBERTs
+``random_init``  the ``@0`` controls: a model's network with fresh weights (``@0-trunc``: Google's
+                 initialiser), and parameter counts from a config alone
 ``pooling``      how hidden states become one vector (and the layer-indexing pitfall)
-``encoder``      the :class:`Encoder`, batched encoding and the embedding cache
+``encoder``      the :class:`Encoder` and batched encoding: forward passes, poolings read off them
+``cache``        weights fingerprints and the disk cache of sentence vectors
+``loading``      an :class:`Encoder` from a folder or hub id, or the GloVe baseline
 ``glove``        GloVe word vectors averaged into sentences: the static baseline
 ``checkpoints``  a checkpoint's MLM head and its corpus' token counts
 ``mlm``          masked language modelling as BERT does it
@@ -14,7 +17,13 @@
 
 Imports :mod:`bertflow_mini.data` and nothing above it.
 """
-from bertflow_mini.encoders.encoder import Encoder, encode, encode_layers, encode_with_dropout
+
+from bertflow_mini.encoders.encoder import (
+    Encoder,
+    encode,
+    encode_layers,
+    encode_with_dropout,
+)
 from bertflow_mini.encoders.names import (
     BOOK_MODEL,
     CONTRAST_MODEL,
@@ -23,15 +32,36 @@ from bertflow_mini.encoders.names import (
     control_of,
     default_model,
     load_encoder,
-    parameter_count,
     resolve_model,
     simcse_encoder,
 )
-from bertflow_mini.encoders.pooling import POOLINGS, Pooling, pool, pooling_grid, pooling_layers
+from bertflow_mini.encoders.pooling import (
+    POOLINGS,
+    Pooling,
+    pool,
+    pooling_grid,
+    pooling_layers,
+)
+from bertflow_mini.encoders.random_init import parameter_count
 
 __all__ = [
-    "BOOK_MODEL", "CONTRAST_MODEL", "PAPER_MODEL", "POOLINGS", "Encoder", "Pooling",
-    "checkpoints_along_training", "control_of", "default_model", "encode", "encode_layers",
-    "encode_with_dropout", "load_encoder", "parameter_count", "pool", "pooling_grid", "pooling_layers", "resolve_model",
+    "BOOK_MODEL",
+    "CONTRAST_MODEL",
+    "PAPER_MODEL",
+    "POOLINGS",
+    "Encoder",
+    "Pooling",
+    "checkpoints_along_training",
+    "control_of",
+    "default_model",
+    "encode",
+    "encode_layers",
+    "encode_with_dropout",
+    "load_encoder",
+    "parameter_count",
+    "pool",
+    "pooling_grid",
+    "pooling_layers",
+    "resolve_model",
     "simcse_encoder",
 ]

@@ -1,12 +1,13 @@
 """A named checkpoint's parts beyond the encoder: its masked-LM head, and the corpus counts that
 the book's own pretraining saves beside it (``token_counts.npy``)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
-from bertflow_mini.encoders.encoder import default_device
+from bertflow_mini._device import default_device
 from bertflow_mini.encoders.names import resolve_model
 
 
@@ -18,7 +19,11 @@ def load_mlm(name: str = "scratch-bert", device: str | None = None):
 
     hf_logging.disable_progress_bar()  # no "Loading weights" bar in a chapter's output
     try:
-        return BertForMaskedLM.from_pretrained(resolve_model(name)).eval().to(device or default_device())
+        return (
+            BertForMaskedLM.from_pretrained(resolve_model(name))
+            .eval()
+            .to(device or default_device())
+        )
     finally:
         hf_logging.enable_progress_bar()
 
@@ -28,6 +33,8 @@ def checkpoint_token_counts(name: str = "scratch-bert") -> np.ndarray:
     written by :func:`bertflow_mini.encoders.pretrain.pretrain`; special tokens are counted as 0)."""
     path = Path(resolve_model(name)) / "token_counts.npy"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist: only checkpoints pretrained by "
-                                "bertflow_mini.encoders.pretrain carry their corpus' token counts")
+        raise FileNotFoundError(
+            f"{path} does not exist: only checkpoints pretrained by "
+            "bertflow_mini.encoders.pretrain carry their corpus' token counts"
+        )
     return np.load(path)

@@ -3,13 +3,15 @@
 Reading the GloVe file is data (:func:`bertflow_mini.data.load_glove`); averaging its vectors into
 sentences is what makes it an encoder, so it lives here beside the transformers.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from bertflow_mini.data.datasets import GloVe, tokenize_words
+from bertflow_mini.data.glove import GloVe
+from bertflow_mini.data.words import tokenize_words
 
 
 def glove_embed(sentences: Sequence[str], glove: GloVe) -> np.ndarray:
@@ -19,7 +21,9 @@ def glove_embed(sentences: Sequence[str], glove: GloVe) -> np.ndarray:
     anything is undefined — the STS harness treats it as 0).
     """
     if isinstance(sentences, str):
-        raise ValueError("glove_embed expects a sequence of sentences, not a single string")
+        raise ValueError(
+            "glove_embed expects a sequence of sentences, not a single string"
+        )
     out = np.zeros((len(sentences), glove.dim), dtype=np.float32)
     for i, sentence in enumerate(sentences):
         rows = [glove.index[t] for t in tokenize_words(sentence) if t in glove.index]

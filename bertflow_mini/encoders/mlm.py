@@ -12,10 +12,11 @@
 There is no next-sentence task: Liu et al. (2019, RoBERTa) found that dropping it matches or improves
 downstream results, and our "documents" are single sentences.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -27,8 +28,13 @@ IGNORE = -100  # the label of a position that is not predicted
 
 
 def mask_tokens(
-    ids: torch.Tensor, special: torch.Tensor, *, mask_id: int, vocab_size: int,
-    gen: torch.Generator, prob: float = 0.15,
+    ids: torch.Tensor,
+    special: torch.Tensor,
+    *,
+    mask_id: int,
+    vocab_size: int,
+    gen: torch.Generator,
+    prob: float = 0.15,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's corruption of a batch ``ids`` (b, t); ``special`` marks [CLS]/[SEP]/[PAD], never chosen.
 
@@ -37,7 +43,9 @@ def mask_tokens(
     BERT's ``create_pretraining_data.py``.
     """
     if ids.shape != special.shape:
-        raise ValueError(f"ids {tuple(ids.shape)} and special {tuple(special.shape)} differ in shape")
+        raise ValueError(
+            f"ids {tuple(ids.shape)} and special {tuple(special.shape)} differ in shape"
+        )
     chosen = (torch.rand(ids.shape, generator=gen) < prob) & ~special
     r = torch.rand(ids.shape, generator=gen)
     inputs = ids.clone()
@@ -47,11 +55,17 @@ def mask_tokens(
     return inputs, ids.masked_fill(~chosen, IGNORE)
 
 
-def mlm_loss(model, inputs: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def mlm_loss(
+    model, inputs: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor
+) -> torch.Tensor:
     """Mean cross-entropy of a ``BertForMaskedLM`` at the labelled positions only, on the model's
     device (the batch, masked on the CPU, is moved there)."""
     device = next(model.parameters()).device
-    inputs, attention, labels = inputs.to(device), attention.to(device), labels.to(device)
+    inputs, attention, labels = (
+        inputs.to(device),
+        attention.to(device),
+        labels.to(device),
+    )
     hidden = model.bert(input_ids=inputs, attention_mask=attention).last_hidden_state
     chosen = labels != IGNORE
     return F.cross_entropy(model.cls(hidden[chosen]), labels[chosen])
@@ -67,7 +81,9 @@ class Batch:
     special: torch.Tensor
 
 
-def pad_batch(seqs: Sequence[np.ndarray], pad_id: int, special_ids: Sequence[int]) -> Batch:
+def pad_batch(
+    seqs: Sequence[np.ndarray], pad_id: int, special_ids: Sequence[int]
+) -> Batch:
     """Stack token-id sequences into one batch as wide as its longest sequence (dynamic padding)."""
     width = max(len(s) for s in seqs)
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
@@ -80,7 +96,9 @@ def pad_batch(seqs: Sequence[np.ndarray], pad_id: int, special_ids: Sequence[int
     return Batch(ids, attention, special)
 
 
-def length_batches(lengths: Sequence[int], batch_size: int, gen: torch.Generator) -> Iterator[list[int]]:
+def length_batches(
+    lengths: Sequence[int], batch_size: int, gen: torch.Generator
+) -> Iterator[list[int]]:
     """Endless batches of indices, each of sentences of about the same length, in random order.
 
     Every epoch: shuffle, sort by length (stable, so equal lengths stay shuffled), cut into batches,
@@ -92,13 +110,17 @@ def length_batches(lengths: Sequence[int], batch_size: int, gen: torch.Generator
     while True:
         perm = torch.randperm(len(lengths), generator=gen).numpy()
         order = perm[np.argsort(lengths[perm], kind="stable")]
-        batches = [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
+        batches = [
+            order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)
+        ]
         for j in torch.randperm(len(batches), generator=gen).tolist():
             yield batches[j]
 
 
 # ---------------------------------------------------------------------------------------- training
-def adamw(model: torch.nn.Module, lr: float, weight_decay: float = 0.01) -> torch.optim.AdamW:
+def adamw(
+    model: torch.nn.Module, lr: float, weight_decay: float = 0.01
+) -> torch.optim.AdamW:
     """AdamW (β = 0.9, 0.999) with BERT's groups: no weight decay on biases and LayerNorm weights.
 
     (Tied weights are one parameter, counted once.)
@@ -106,16 +128,21 @@ def adamw(model: torch.nn.Module, lr: float, weight_decay: float = 0.01) -> torc
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    groups = [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
     return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
 
 
 def warmup_linear(warmup_steps: int, total_steps: int) -> Callable[[int], float]:
     """The learning-rate factor: 0 → 1 linearly over ``warmup_steps``, then linearly → 0 at ``total_steps``."""
+
     def factor(step: int) -> float:
         if step < warmup_steps:
             return (step + 1) / warmup_steps
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
     return factor
 
 
@@ -135,18 +162,36 @@ class MLMData:
 
 def tokenize(sentences: Sequence[str], tokenizer, max_length: int) -> MLMData:
     """Tokenise ``sentences`` once (truncated to ``max_length`` wordpieces, [CLS] and [SEP] included)."""
-    ids = tokenizer(list(sentences), truncation=True, max_length=max_length)["input_ids"]
+    ids = tokenizer(list(sentences), truncation=True, max_length=max_length)[
+        "input_ids"
+    ]
     specials = tuple(sorted(set(tokenizer.all_special_ids)))
-    return MLMData([np.asarray(s, dtype=np.int32) for s in ids], tokenizer.pad_token_id,
-                   tokenizer.mask_token_id, specials, len(tokenizer))
+    return MLMData(
+        [np.asarray(s, dtype=np.int32) for s in ids],
+        tokenizer.pad_token_id,
+        tokenizer.mask_token_id,
+        specials,
+        len(tokenizer),
+    )
 
 
-def train_step(model, opt, sched, data: MLMData, index: Sequence[int], gen: torch.Generator,
-               clip: float = 1.0) -> float:
+def train_step(
+    model,
+    opt,
+    sched,
+    data: MLMData,
+    index: Sequence[int],
+    gen: torch.Generator,
+    clip: float = 1.0,
+) -> float:
     """One optimisation step on the sentences ``index``; returns the MLM loss before the update."""
     b = data.batch(index)
-    inputs, labels = mask_tokens(b.ids, b.special, mask_id=data.mask_id, vocab_size=data.vocab_size, gen=gen)
-    if not (labels != IGNORE).any():  # a batch of one-word sentences can draw no target at all
+    inputs, labels = mask_tokens(
+        b.ids, b.special, mask_id=data.mask_id, vocab_size=data.vocab_size, gen=gen
+    )
+    if not (
+        labels != IGNORE
+    ).any():  # a batch of one-word sentences can draw no target at all
         return float("nan")
     loss = mlm_loss(model, inputs, b.attention, labels)
     opt.zero_grad(set_to_none=True)
@@ -158,8 +203,18 @@ def train_step(model, opt, sched, data: MLMData, index: Sequence[int], gen: torc
 
 
 @torch.no_grad()
-def evaluate_mlm(model, data: MLMData, batch_size: int = 256, seed: int = 12345) -> float:
-    """Mean MLM loss (nats per predicted token) on ``data`` with a fixed masking, dropout off."""
+def evaluate_mlm(
+    model,
+    data: MLMData,
+    batch_size: int = 256,
+    seed: int = 12345,
+    all_masked: bool = False,
+) -> float:
+    """Mean MLM loss (nats per predicted token) on ``data`` with a fixed masking, dropout off.
+
+    BERT's masking leaves 10% of the targets unchanged in the input, where the model can read them;
+    ``all_masked=True`` replaces every target by ``[MASK]``, so the loss is a pure prediction from
+    context (the same targets are drawn either way)."""
     was_training = model.training
     model.eval()
     gen = torch.Generator().manual_seed(seed)
@@ -167,7 +222,11 @@ def evaluate_mlm(model, data: MLMData, batch_size: int = 256, seed: int = 12345)
     total, count = 0.0, 0
     for i in range(0, len(order), batch_size):
         b = data.batch(order[i : i + batch_size])
-        inputs, labels = mask_tokens(b.ids, b.special, mask_id=data.mask_id, vocab_size=data.vocab_size, gen=gen)
+        inputs, labels = mask_tokens(
+            b.ids, b.special, mask_id=data.mask_id, vocab_size=data.vocab_size, gen=gen
+        )
+        if all_masked:
+            inputs = inputs.masked_fill(labels != IGNORE, data.mask_id)
         n = int((labels != IGNORE).sum())
         if n:
             total += float(mlm_loss(model, inputs, b.attention, labels)) * n
@@ -177,9 +236,17 @@ def evaluate_mlm(model, data: MLMData, batch_size: int = 256, seed: int = 12345)
 
 
 def train_mlm(
-    model, data: MLMData, *, steps: int, batch_size: int, lr: float, warmup_steps: int,
-    seed: int, weight_decay: float = 0.01,
-    callback: Callable[[int, float], None] | None = None, progress: bool = True,
+    model,
+    data: MLMData,
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    warmup_steps: int,
+    seed: int,
+    weight_decay: float = 0.01,
+    callback: Callable[[int, float], None] | None = None,
+    progress: bool = True,
 ) -> None:
     """Train ``model`` (a ``BertForMaskedLM``) for ``steps`` steps; ``callback(step, loss)`` after each
     step (step counts from 1) and once before the first (step 0, loss NaN)."""
@@ -190,7 +257,9 @@ def train_mlm(
     model.train()
     if callback:
         callback(0, float("nan"))
-    bar = tqdm(range(1, steps + 1), desc="MLM pretraining", disable=not progress, unit="step")
+    bar = tqdm(
+        range(1, steps + 1), desc="MLM pretraining", disable=not progress, unit="step"
+    )
     for step in bar:
         loss = train_step(model, opt, sched, data, next(batches), gen)
         bar.set_postfix(loss=f"{loss:.3f}", refresh=False)

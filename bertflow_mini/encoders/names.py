@@ -13,42 +13,41 @@ any short name                     ``$BERTFLOW_MODELS/<short name>`` when the mi
 ``<name>+simcse``                  ``<name>`` fine-tuned by SimCSE on demand (:mod:`.simcse`)
 ``<name>@0``, ``<name>@0-seed3``   ``<name>``'s own config with *random* weights (init seed 0 or 3):
                                    the control for every gain; nothing pretrained is downloaded
-``<name>@0-trunc``, ``…-trunc-seed3``  the same with Google's initialiser (truncated normal), below
+``<name>@0-trunc``, ``…-trunc-seed3``  the same with Google's initialiser (truncated normal)
 ``bert-tiny`` … ``bert-medium``    Turc et al.'s BERT miniatures (hub), whose shapes ``@0`` builds offline
 ``multiberts-seed_S-step_Kk``      Google's MultiBERTs checkpoints (Sellam et al. 2022, hub)
 anything else                      a Hugging Face hub id (``bert-base-uncased``, ``org/model``)
 =================================  ==================================================================
 
 ``scratch-bert@0`` is the pretraining run's own step 0, so the control of the book's model is the very
-network its training started from. For any other model ``@0`` draws the weights with the library's own
-initialiser (Hugging Face's ``_init_weights``: normal(0, 0.02) for linear and embedding weights, zero
-biases, unit LayerNorm) under a fixed seed, and caches the result like a pretrained checkpoint.
-``@0-trunc`` draws every linear and embedding weight instead from Google's initialiser, the one the
-original BERT (and MultiBERTs' step 0) started from: normal(0, ``initializer_range``) truncated at
-±2 sd (``tf.truncated_normal_initializer``), whose sd is 0.88 of the untruncated one. The two
-controls differ for deep networks (bert-base's shape), not for the miniatures: the README measures it.
+network its training started from; every other ``@0`` is built by
+:mod:`bertflow_mini.encoders.random_init`.
 """
+
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-import shutil
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-import torch
-
-from bertflow_mini._io import cache_dir
+from bertflow_mini._device import default_device
 from bertflow_mini.encoders import pretrain, simcse
-from bertflow_mini.encoders.encoder import Encoder, default_device, load_from, load_glove_encoder, weights_fingerprint
+from bertflow_mini.encoders.cache import weights_fingerprint
+from bertflow_mini.encoders.encoder import Encoder
+from bertflow_mini.encoders.loading import load_from, load_glove_encoder
+from bertflow_mini.encoders.random_init import (  # noqa: F401 (INITIALISERS, parameter_count: re-exported)
+    INITIALISERS,
+    SHAPES,
+    check_initialiser,
+    parameter_count,
+    random_init,
+)
 from bertflow_mini.encoders.sources import (
     MODELS_ENV,
     hub_id,
-    hub_options,
     hub_reachable,
+    is_glove,
     local_folder,
     short_name,
 )
@@ -61,18 +60,11 @@ CONTRAST_MODEL = "all-MiniLM-L6-v2"
 #: Set it to a model name to make that the default of every chapter and command.
 MODEL_ENV = "BERTFLOW_MODEL"
 
-#: Turc et al. (2019)'s BERT miniatures: name -> (layers, hidden). Heads = hidden / 64, FFN = 4 x hidden.
-SHAPES: dict[str, tuple[int, int]] = {
-    "bert-tiny": (2, 128),
-    "bert-mini": (4, 256),
-    "bert-small": (4, 512),
-    "bert-medium": (8, 512),
-}
-#: The random-init controls' initialisers: Hugging Face's normal (``@0``) and Google's truncated one
-#: (``@0-trunc``). :func:`control_of` writes their names, ``_RANDOM`` reads them.
-INITIALISERS = ("hf", "trunc")
+#: ``<name>@0[-trunc][-seed<k>]``: the random-init controls (:func:`control_of` writes the names).
 _RANDOM = re.compile(r"^(?P<base>.+)@0(?P<trunc>-trunc)?(?:-seed(?P<seed>\d+))?$")
-_MULTIBERTS = re.compile(r"^(?:google/)?multiberts-seed_(?P<seed>\d+)-step_(?P<step>\d+)k$")
+_MULTIBERTS = re.compile(
+    r"^(?:google/)?multiberts-seed_(?P<seed>\d+)-step_(?P<step>\d+)k$"
+)
 #: MultiBERTs' checkpoints of each seed, in thousands of steps (Sellam et al. 2022, section 2).
 MULTIBERTS_STEPS = tuple(range(0, 200, 20)) + tuple(range(200, 2001, 100))
 
@@ -80,14 +72,11 @@ MULTIBERTS_STEPS = tuple(range(0, 200, 20)) + tuple(range(200, 2001, 100))
 def multiberts(step_k: int, seed: int = 0) -> str:
     """The hub name of MultiBERTs seed ``seed`` (0–4) after ``step_k`` thousand steps."""
     if step_k not in MULTIBERTS_STEPS or seed not in range(5):
-        raise ValueError(f"MultiBERTs has seeds 0-4 and steps {MULTIBERTS_STEPS} (thousands); "
-                         f"got seed {seed}, step {step_k}k")
+        raise ValueError(
+            f"MultiBERTs has seeds 0-4 and steps {MULTIBERTS_STEPS} (thousands); "
+            f"got seed {seed}, step {step_k}k"
+        )
     return f"google/multiberts-seed_{seed}-step_{step_k}k"
-
-
-def is_glove(name: str) -> bool:
-    """``glove-6B-50d`` and friends: the static word-vector baseline."""
-    return short_name(name).lower().startswith("glove")
 
 
 def default_model() -> str:
@@ -115,19 +104,20 @@ def why_default() -> str:
     return "the hub is reachable and no mirror is configured: the paper's model"
 
 
-def _check_initialiser(init: str) -> None:
-    if init not in INITIALISERS:
-        raise ValueError(f"init={init!r}: 'hf' (Hugging Face's normal) or 'trunc' (Google's truncated normal)")
-
-
 def control_of(model: str, seed: int = 0, init: str = "hf") -> str:
     """The random-init control of ``model``: the same network, untrained (``<model>@0``), drawn with
     init seed ``seed`` (``@0-seed3``) and Hugging Face's or, with ``init="trunc"``, Google's
     initialiser (``@0-trunc``, ``@0-trunc-seed3``)."""
     if is_glove(model):
-        raise ValueError(f"{model} has no random-init control: GloVe vectors are not a network")
-    _check_initialiser(init)
-    return f"{model}@0" + ("-trunc" if init == "trunc" else "") + (f"-seed{seed}" if seed else "")
+        raise ValueError(
+            f"{model} has no random-init control: GloVe vectors are not a network"
+        )
+    check_initialiser(init)
+    return (
+        f"{model}@0"
+        + ("-trunc" if init == "trunc" else "")
+        + (f"-seed{seed}" if seed else "")
+    )
 
 
 def checkpoints_along_training(model: str) -> list[tuple[str, str]]:
@@ -138,102 +128,10 @@ def checkpoints_along_training(model: str) -> list[tuple[str, str]]:
         return [(f"{p}%", f"{BOOK_MODEL}@{p}") for p in pretrain.PERCENTS]
     if short_name(model) == PAPER_MODEL:
         steps = (0, 20, 200, 2000)
-        return [(f"MultiBERTs {k}k", multiberts(k)) for k in steps] + [("bert-base-uncased", model)]
+        return [(f"MultiBERTs {k}k", multiberts(k)) for k in steps] + [
+            ("bert-base-uncased", model)
+        ]
     return [("random init", control_of(model)), ("pretrained", model)]
-
-
-# ---------------------------------------------------------------------------------------------- random init
-def _config_source(base: str) -> tuple[object, str]:
-    """The config of ``base`` and where its tokenizer is, without any weights: a folder or the mirror
-    (``<short name>`` or ``<short name>-tokenizer``), a miniature's shape, else the hub."""
-    from transformers import AutoConfig
-
-    for candidate in (base, f"{short_name(base)}-tokenizer"):
-        folder = local_folder(candidate)
-        if folder is not None and (folder / "config.json").is_file():
-            return AutoConfig.from_pretrained(folder), str(folder)
-    if short_name(base) in SHAPES:
-        layers, hidden = SHAPES[short_name(base)]
-        config, tokenizer = _config_source(PAPER_MODEL)
-        config.update({"num_hidden_layers": layers, "hidden_size": hidden, "num_attention_heads": hidden // 64,
-                       "intermediate_size": 4 * hidden})
-        return config, tokenizer
-    source = hub_id(base)
-    try:
-        return AutoConfig.from_pretrained(source, **hub_options(source)), source
-    except (OSError, ValueError) as err:
-        from bertflow_mini.encoders.sources import offline_error
-
-        raise offline_error(base, source, err) from err
-
-
-def truncated_normal_(model: torch.nn.Module, std: float, seed: int) -> None:
-    """Redraw every linear and embedding weight of ``model`` in place from normal(0, ``std``) truncated
-    at ±2 sd, as ``tf.truncated_normal_initializer(std)`` does: values outside are drawn again until
-    none is left. Biases and LayerNorm are left as they are (0, and 1 / 0 at initialisation)."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
-                x = torch.randn(module.weight.shape, generator=generator)
-                outside = x.abs() > 2
-                while outside.any():
-                    x[outside] = torch.randn(int(outside.sum()), generator=generator)
-                    outside = x.abs() > 2
-                module.weight.copy_(std * x)
-
-
-def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
-    """A folder holding ``base``'s architecture with freshly initialised weights (``seed``) and its
-    tokenizer; built once and cached under a key of the initialiser, config, seed and library version.
-    ``init``: ``"hf"`` (Hugging Face's normal) or ``"trunc"`` (Google's truncated normal)."""
-    import transformers
-    from transformers import AutoModel, AutoTokenizer
-
-    if is_glove(base):
-        raise ValueError(f"{base}@0: GloVe has no network to initialise")
-    _check_initialiser(init)
-    config, tokenizer_source = _config_source(base)
-    key = hashlib.sha256(json.dumps([config.to_json_string(use_diff=False), seed, transformers.__version__],
-                                    sort_keys=True).encode()).hexdigest()[:12]
-    final = cache_dir("models") / f"{short_name(base)}@0-{'trunc-' if init == 'trunc' else ''}seed{seed}-{key}"
-    if final.is_dir():
-        return final
-    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".partial"))
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = AutoModel.from_config(config)
-        if init == "trunc":
-            truncated_normal_(model, config.initializer_range, seed)
-        model.save_pretrained(staging)
-        AutoTokenizer.from_pretrained(tokenizer_source).save_pretrained(staging)
-        (staging / "random_init.json").write_text(json.dumps(
-            {"base": base, "seed": seed, "init": init, "transformers": transformers.__version__}, indent=2) + "\n")
-        if not final.exists():  # another process may have built the same one first: keep theirs
-            os.replace(staging, final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return final
-
-
-def parameter_count(name: str) -> int:
-    """How many parameters ``name``'s network has (pooler included), counted from its config alone: the
-    network is built on PyTorch's meta device, so no weights are read or allocated. A checkpoint or
-    control (``<model>@25``, ``<model>@0``) has its model's count; the book's model is trained first
-    if it has not been."""
-    from transformers import AutoConfig, AutoModel
-
-    base = name.split("@")[0]
-    if is_glove(base):
-        raise ValueError(f"{name}: GloVe is a table of vectors, not a network")
-    if short_name(base) == BOOK_MODEL and local_folder(base) is None:
-        config = AutoConfig.from_pretrained(resolve_model(base))
-    else:
-        config = _config_source(base)[0]
-    with torch.device("meta"):
-        model = AutoModel.from_config(config)
-    return sum(p.numel() for p in model.parameters())
 
 
 # ---------------------------------------------------------------------------------------------- the map
@@ -242,8 +140,12 @@ def resolve_model(name: str) -> str:
     id. See the module's table for the order."""
     name = str(name)
     if is_glove(name):
-        raise ValueError(f"{name} is the GloVe baseline, not a folder of weights: use load_encoder({name!r})")
-    folder = local_folder(name)  # an explicit folder (a missing path is an error), then the mirror
+        raise ValueError(
+            f"{name} is the GloVe baseline, not a folder of weights: use load_encoder({name!r})"
+        )
+    folder = local_folder(
+        name
+    )  # an explicit folder (a missing path is an error), then the mirror
     if folder is not None:
         return str(folder)
     short = short_name(name)
@@ -254,11 +156,19 @@ def resolve_model(name: str) -> str:
         if not folder.is_dir():
             simcse.train_and_save(load_from(base_source, base))
         return str(folder)
-    if pretrain.parse_name(short) is not None:  # scratch-bert, scratch-bert@<pct>: pretrained on demand
+    if (
+        pretrain.parse_name(short) is not None
+    ):  # scratch-bert, scratch-bert@<pct>: pretrained on demand
         return str(pretrain.checkpoint(short))
     match = _RANDOM.match(name)
     if match is not None:
-        return str(random_init(match["base"], int(match["seed"] or 0), "trunc" if match["trunc"] else "hf"))
+        return str(
+            random_init(
+                match["base"],
+                int(match["seed"] or 0),
+                "trunc" if match["trunc"] else "hf",
+            )
+        )
     match = _MULTIBERTS.match(name)
     if match is not None:
         return f"google/multiberts-seed_{match['seed']}-step_{match['step']}k"
@@ -284,7 +194,9 @@ def load_encoder(name: str, device: str | None = None) -> Encoder:
 
 
 @lru_cache(maxsize=4)
-def _tuned(name: str, fingerprint: str, config: simcse.SimCSEConfig, device: str) -> Encoder:
+def _tuned(
+    name: str, fingerprint: str, config: simcse.SimCSEConfig, device: str
+) -> Encoder:
     return load_encoder(name + simcse.SUFFIX, device)
 
 

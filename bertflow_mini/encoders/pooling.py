@@ -28,19 +28,22 @@ pooled layer by layer, then combined: ``"max-last2-avg"`` is the mean of two per
 Padding never enters a pooling: every mean, max and min is over the attention mask ([CLS] and
 [SEP] included, as in BERT-flow's code and sentence-transformers).
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, Union
 
 import torch
 
-Pooling = Union[str, Sequence[int]]
+Pooling = str | Sequence[int]
 POOLINGS = ("cls", "last-avg", "first-last-avg", "last2avg", "max", "min")
 TOKEN_POOLINGS = ("cls", "mean", "max", "min")  # one layer's tokens -> one vector
 LAYER_COMBINES = ("avg", "concat")  # several layers' vectors -> one vector
-_GRID = re.compile(r"^(?P<tokens>cls|mean|max|min)-last(?P<k>\d+)-(?P<combine>avg|concat)$")
+_GRID = re.compile(
+    r"^(?P<tokens>cls|mean|max|min)-last(?P<k>\d+)-(?P<combine>avg|concat)$"
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,9 @@ class PoolingSpec:
     """What a pooling name means: how tokens are pooled, which layers, and how layers combine."""
 
     tokens: str  # one of TOKEN_POOLINGS
-    layers: tuple[int, ...]  # hidden_states indices, non-negative (0 = embedding output)
+    layers: tuple[
+        int, ...
+    ]  # hidden_states indices, non-negative (0 = embedding output)
     combine: str = "avg"  # one of LAYER_COMBINES
 
 
@@ -69,7 +74,9 @@ def _named_pooling(pooling: str, n_layers: int) -> PoolingSpec | None:
         return None
     k = int(m["k"])
     if not 1 <= k <= L:
-        raise ValueError(f"pooling {pooling!r}: a model with {L} layers has last1 … last{L}")
+        raise ValueError(
+            f"pooling {pooling!r}: a model with {L} layers has last1 … last{L}"
+        )
     return PoolingSpec(m["tokens"], tuple(range(L - k + 1, L + 1)), m["combine"])
 
 
@@ -89,7 +96,9 @@ def parse_pooling(pooling: Pooling, n_layers: int) -> PoolingSpec:
         raise ValueError("pooling needs at least one layer index")
     for i in layers:
         if not -(n_layers + 1) <= i <= n_layers:
-            raise ValueError(f"layer index {i} out of range for {n_layers} layers (+1 embedding output)")
+            raise ValueError(
+                f"layer index {i} out of range for {n_layers} layers (+1 embedding output)"
+            )
     return PoolingSpec("mean", tuple(i % (n_layers + 1) for i in layers))
 
 
@@ -140,10 +149,10 @@ def _combine(vectors: Sequence[torch.Tensor], combine: str) -> torch.Tensor:
     return torch.cat(list(vectors), dim=-1)
 
 
-def pool(hidden_states: Sequence[torch.Tensor], mask: torch.Tensor, pooling: Pooling) -> torch.Tensor:
+def pool(
+    hidden_states: Sequence[torch.Tensor], mask: torch.Tensor, pooling: Pooling
+) -> torch.Tensor:
     """Turn one batch of ``hidden_states`` (as returned with ``output_hidden_states=True``) into sentence vectors."""
     spec = parse_pooling(pooling, len(hidden_states) - 1)
     per_layer = [_TOKEN_POOL[spec.tokens](hidden_states[i], mask) for i in spec.layers]
     return _combine(per_layer, spec.combine)
-
-

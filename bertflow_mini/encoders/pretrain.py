@@ -16,14 +16,13 @@ so a changed recipe is never served a stale model::
 The names ``scratch-bert`` (= 100%) and ``scratch-bert@0``, ``@25``, ``@50``, ``@100`` resolve to
 those folders; :func:`checkpoint` pretrains on demand when they do not exist yet.
 """
+
 from __future__ import annotations
 
 import csv
 import json
 import math
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -31,10 +30,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bertflow_mini._io import cache_dir
+from bertflow_mini._device import cuda_devices, default_device
+from bertflow_mini._io import atomic_dir, cache_dir
 from bertflow_mini._threads import torch_threads
 from bertflow_mini.data.corpus import corpus_sentences, split_held_out, unigram_entropy
-from bertflow_mini.encoders.encoder import cuda_devices, default_device
 from bertflow_mini.encoders.mlm import MLMData, evaluate_mlm, tokenize, train_mlm
 
 #: Bump when the training code changes what a recipe produces: every cached checkpoint is then retrained.
@@ -42,7 +41,9 @@ RECIPE_VERSION = 1
 NAME = "scratch-bert"
 PERCENTS = (0, 25, 50, 100)
 TOKENIZER = "bert-base-uncased-tokenizer"
-SECONDS_PER_STEP = 0.45  # measured on the project's 2-core CPU (benchmarks/bench_pretrain.py); for the estimate only
+#: Seconds per training step on a 2-core CPU at the default shape: only for the "about N minutes"
+#: message and :func:`steps_for_minutes` (the speed benchmark measures the real figure).
+SECONDS_PER_STEP = 0.45
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,16 @@ def bert_config(recipe: Recipe, vocab_size: int, pad_id: int):
     from transformers import BertConfig
 
     return BertConfig(
-        vocab_size=vocab_size, hidden_size=recipe.hidden, num_hidden_layers=recipe.layers,
-        num_attention_heads=recipe.heads, intermediate_size=recipe.intermediate,
-        max_position_embeddings=recipe.positions, hidden_dropout_prob=recipe.dropout,
-        attention_probs_dropout_prob=recipe.dropout, pad_token_id=pad_id, tie_word_embeddings=True,
+        vocab_size=vocab_size,
+        hidden_size=recipe.hidden,
+        num_hidden_layers=recipe.layers,
+        num_attention_heads=recipe.heads,
+        intermediate_size=recipe.intermediate,
+        max_position_embeddings=recipe.positions,
+        hidden_dropout_prob=recipe.dropout,
+        attention_probs_dropout_prob=recipe.dropout,
+        pad_token_id=pad_id,
+        tie_word_embeddings=True,
     )
 
 
@@ -89,7 +96,9 @@ def run_dir(recipe: Recipe) -> Path:
     """Where ``recipe``'s checkpoints live (whether or not they exist yet). A run on a GPU is not
     bit-identical to one on the CPU, so it gets a folder of its own (``…-cuda``)."""
     device = default_device()
-    return cache_dir("models") / (f"{NAME}-{recipe.key()}" + ("" if device == "cpu" else f"-{device}"))
+    return cache_dir("models") / (
+        f"{NAME}-{recipe.key()}" + ("" if device == "cpu" else f"-{device}")
+    )
 
 
 def load_tokenizer():
@@ -102,11 +111,21 @@ def load_tokenizer():
 
 
 # ---------------------------------------------------------------------------------------- training
-class _Log:
-    """Collects the training curve: the loss of every step, held-out loss at the checkpoints."""
+class _CurveAndCheckpoints:
+    """The training callback: collects the curve (mean training loss and held-out loss every
+    ``every`` steps and at each checkpoint) and saves the model and tokenizer at the steps in
+    ``saves``."""
 
-    def __init__(self, model, held: MLMData, saves: dict[int, Path], tokenizer, every: int) -> None:
-        self.model, self.held, self.saves, self.tokenizer, self.every = model, held, saves, tokenizer, every
+    def __init__(
+        self, model, held: MLMData, saves: dict[int, Path], tokenizer, every: int
+    ) -> None:
+        self.model, self.held, self.saves, self.tokenizer, self.every = (
+            model,
+            held,
+            saves,
+            tokenizer,
+            every,
+        )
         self.rows: list[dict] = []
         self.window: list[float] = []
 
@@ -131,7 +150,9 @@ def _write_log(folder: Path, rows: list[dict], info: dict) -> None:
     (folder / "recipe.json").write_text(json.dumps(info, indent=2) + "\n")
 
 
-def pretrain(recipe: Recipe, *, threads: int | None = None, progress: bool = True) -> Path:
+def pretrain(
+    recipe: Recipe, *, threads: int | None = None, progress: bool = True
+) -> Path:
     """Pretrain ``recipe`` and write its checkpoints (atomically: the folder appears complete or not at
     all); returns :func:`run_dir`. Deterministic: the same recipe on the same machine gives the same bits.
     """
@@ -141,36 +162,65 @@ def pretrain(recipe: Recipe, *, threads: int | None = None, progress: bool = Tru
     hf_logging.disable_progress_bar()  # no "Writing model shards" bar per checkpoint
     final = run_dir(recipe)
     tokenizer = load_tokenizer()
-    train_text, held_text = split_held_out(corpus_sentences(recipe.corpus), recipe.held_out)
+    train_text, held_text = split_held_out(
+        corpus_sentences(recipe.corpus), recipe.held_out
+    )
     train = tokenize(train_text, tokenizer, recipe.max_length)
     held = tokenize(held_text, tokenizer, recipe.max_length)
     counts = np.bincount(np.concatenate(train.seqs), minlength=train.vocab_size)
     counts[list(train.special_ids)] = 0
-    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".partial"))
-    try:
-        saves = {round(recipe.steps * p / 100): staging / f"pct-{p:03d}" for p in PERCENTS}
-        device = default_device()  # a GPU when there is one: masks are drawn on the CPU either way
-        with torch.random.fork_rng(devices=cuda_devices(device)), torch_threads(threads or os.cpu_count()):
-            torch.manual_seed(recipe.seed)  # the initial weights are drawn on the CPU, then moved
-            model = BertForMaskedLM(bert_config(recipe, len(tokenizer), tokenizer.pad_token_id)).to(device)
-            log = _Log(model, held, saves, tokenizer, every=max(1, recipe.steps // 20))
+    with atomic_dir(
+        final
+    ) as staging:  # another process may finish the same recipe first: keep theirs
+        saves = {
+            round(recipe.steps * p / 100): staging / f"pct-{p:03d}" for p in PERCENTS
+        }
+        device = (
+            default_device()
+        )  # a GPU when there is one: masks are drawn on the CPU either way
+        with (
+            torch.random.fork_rng(devices=cuda_devices(device)),
+            torch_threads(threads or os.cpu_count()),
+        ):
+            torch.manual_seed(
+                recipe.seed
+            )  # the initial weights are drawn on the CPU, then moved
+            model = BertForMaskedLM(
+                bert_config(recipe, len(tokenizer), tokenizer.pad_token_id)
+            ).to(device)
+            log = _CurveAndCheckpoints(
+                model, held, saves, tokenizer, every=max(1, recipe.steps // 20)
+            )
             start = time.perf_counter()
-            train_mlm(model, train, steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,
-                      warmup_steps=max(1, round(recipe.warmup * recipe.steps)), seed=recipe.seed,
-                      weight_decay=recipe.weight_decay, callback=log, progress=progress)
+            train_mlm(
+                model,
+                train,
+                steps=recipe.steps,
+                batch_size=recipe.batch_size,
+                lr=recipe.lr,
+                warmup_steps=max(1, round(recipe.warmup * recipe.steps)),
+                seed=recipe.seed,
+                weight_decay=recipe.weight_decay,
+                callback=log,
+                progress=progress,
+            )
             seconds = time.perf_counter() - start
-        info = {"recipe": asdict(recipe), "recipe_version": RECIPE_VERSION, "key": recipe.key(),
-                "train_sentences": len(train.seqs), "held_out_sentences": len(held.seqs),
-                "train_tokens": int(sum(len(s) for s in train.seqs)),
-                "unigram_entropy": unigram_entropy(counts), "seconds": seconds}
-        for folder in [staging, *saves.values()]:  # each checkpoint carries the run's log and counts
+        info = {
+            "recipe": asdict(recipe),
+            "recipe_version": RECIPE_VERSION,
+            "key": recipe.key(),
+            "train_sentences": len(train.seqs),
+            "held_out_sentences": len(held.seqs),
+            "train_tokens": int(sum(len(s) for s in train.seqs)),
+            "unigram_entropy": unigram_entropy(counts),
+            "seconds": seconds,
+        }
+        for folder in [
+            staging,
+            *saves.values(),
+        ]:  # each checkpoint carries the run's log and counts
             np.save(folder / "token_counts.npy", counts)
             _write_log(folder, log.rows, info)
-        if final.exists():  # another process finished the same recipe first: keep theirs
-            return final
-        os.replace(staging, final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return final
 
 
@@ -183,11 +233,15 @@ def parse_name(name: str) -> int | None:
     if not pct:
         return 100
     if not pct.isdigit() or int(pct) not in PERCENTS:
-        raise ValueError(f"{name!r}: the checkpoints of {NAME} are {', '.join(f'@{p}' for p in PERCENTS)}")
+        raise ValueError(
+            f"{name!r}: the checkpoints of {NAME} are {', '.join(f'@{p}' for p in PERCENTS)}"
+        )
     return int(pct)
 
 
-def checkpoint(name: str = NAME, recipe: Recipe | None = None, *, progress: bool = True) -> Path:
+def checkpoint(
+    name: str = NAME, recipe: Recipe | None = None, *, progress: bool = True
+) -> Path:
     """The folder of checkpoint ``name`` (``scratch-bert`` or ``scratch-bert@<percent>``) of ``recipe``
     (default: :data:`DEFAULT`), pretraining first (saying how long that takes) when it is not cached."""
     recipe = recipe or DEFAULT
@@ -197,8 +251,11 @@ def checkpoint(name: str = NAME, recipe: Recipe | None = None, *, progress: bool
     folder = run_dir(recipe) / f"pct-{pct:03d}"
     if not folder.is_dir():
         minutes = recipe.steps * SECONDS_PER_STEP / 60
-        print(f"{NAME}: no checkpoint for this recipe in {run_dir(recipe).parent}; pretraining it now "
-              f"(about {minutes:.0f} minutes on a 2-core CPU) …", flush=True)
+        print(
+            f"{NAME}: no checkpoint for this recipe in {run_dir(recipe).parent}; pretraining it now "
+            f"(about {minutes:.0f} minutes on a 2-core CPU) …",
+            flush=True,
+        )
         pretrain(recipe, progress=progress)
     return folder
 
@@ -215,7 +272,9 @@ def training_log(recipe: Recipe | None = None) -> tuple[list[dict], dict]:
 DEFAULT = Recipe()
 
 
-def steps_for_minutes(minutes: float, seconds_per_step: float = SECONDS_PER_STEP) -> int:
+def steps_for_minutes(
+    minutes: float, seconds_per_step: float = SECONDS_PER_STEP
+) -> int:
     """The number of steps that takes about ``minutes`` on the project's CPU at the default shape.
 
     A budget in minutes becomes a step count *before* training, so the recipe (and its weights) stay

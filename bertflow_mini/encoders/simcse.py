@@ -21,14 +21,12 @@ dev set and keep the best); batches of sentences of similar length (less padding
 vector is the pooling the book evaluates (``first-last-avg``, no MLP head), where Gao et al. train
 [CLS] with an MLP and test [CLS] without it (their Table 6 finds the poolings within a point).
 """
+
 from __future__ import annotations
 
 import csv
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,7 +35,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bertflow_mini._io import cache_dir
+from bertflow_mini._device import cuda_devices
+from bertflow_mini._io import atomic_dir, cache_dir
 from bertflow_mini._progress import tqdm
 from bertflow_mini._threads import torch_threads
 from bertflow_mini.encoders.pooling import pool
@@ -63,64 +62,94 @@ class SimCSEConfig:
 
     def key(self, base_fingerprint: str) -> str:
         """A short hash of the base weights, this config and :data:`VERSION`."""
-        text = json.dumps({"version": VERSION, "base": base_fingerprint, **asdict(self)}, sort_keys=True)
+        text = json.dumps(
+            {"version": VERSION, "base": base_fingerprint, **asdict(self)},
+            sort_keys=True,
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 DEFAULT = SimCSEConfig()
-SECONDS_PER_STEP = 0.9  # measured on the project's 2-core CPU at the default config; for the estimate only
+#: Seconds per step on a 2-core CPU at the default config: only for the "about N minutes" message.
+SECONDS_PER_STEP = 0.9
 
 
 # ---------------------------------------------------------------------------------------- the loss
-def simcse_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.05) -> torch.Tensor:
+def simcse_loss(
+    z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.05
+) -> torch.Tensor:
     """InfoNCE with in-batch negatives: row ``i`` of ``z1`` must pick row ``i`` of ``z2`` by cosine / τ."""
     if z1.ndim != 2 or z1.shape != z2.shape or len(z1) < 2:
-        raise ValueError(f"z1 and z2 must be equal (b, d) batches with b >= 2, got {tuple(z1.shape)}, {tuple(z2.shape)}")
+        raise ValueError(
+            f"z1 and z2 must be equal (b, d) batches with b >= 2, got {tuple(z1.shape)}, {tuple(z2.shape)}"
+        )
     if not temperature > 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
     sims = F.cosine_similarity(z1[:, None, :], z2[None, :, :], dim=-1) / temperature
     return F.cross_entropy(sims, torch.arange(len(z1), device=z1.device))
 
 
-def embed_twice(model, ids: torch.Tensor, attention: torch.Tensor, pooling: str) -> tuple[torch.Tensor, torch.Tensor]:
+def embed_twice(
+    model, ids: torch.Tensor, attention: torch.Tensor, pooling: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The batch through ``model`` twice in one pass (two dropout masks): the positive pairs."""
-    both = model(input_ids=torch.cat([ids, ids]), attention_mask=torch.cat([attention, attention]),
-                 output_hidden_states=True).hidden_states
+    both = model(
+        input_ids=torch.cat([ids, ids]),
+        attention_mask=torch.cat([attention, attention]),
+        output_hidden_states=True,
+    ).hidden_states
     z = pool(both, torch.cat([attention, attention]), pooling)
     return z[: len(ids)], z[len(ids) :]
 
 
 # ---------------------------------------------------------------------------------------- training
-def train_simcse(model, tokenizer, sentences: list[str], config: SimCSEConfig = DEFAULT,
-                 progress: bool = True) -> list[float]:
+def train_simcse(
+    model,
+    tokenizer,
+    sentences: list[str],
+    config: SimCSEConfig = DEFAULT,
+    progress: bool = True,
+) -> list[float]:
     """Fine-tune ``model`` (a ``BertModel``) in place with unsupervised SimCSE; returns the loss per step.
 
     Deterministic: dropout and batch order come from ``config.seed`` only (the caller's random state
     is left as it was). AdamW with no weight decay and a linear decay to 0, as Gao et al. (Hugging
     Face ``Trainer`` defaults).
     """
-    from bertflow_mini.encoders.mlm import adamw, length_batches, tokenize, warmup_linear
+    from bertflow_mini.encoders.mlm import (
+        adamw,
+        length_batches,
+        tokenize,
+        warmup_linear,
+    )
 
     if len(sentences) < config.batch_size:
-        raise ValueError(f"need at least batch_size={config.batch_size} sentences, got {len(sentences)}")
+        raise ValueError(
+            f"need at least batch_size={config.batch_size} sentences, got {len(sentences)}"
+        )
     data = tokenize(sentences, tokenizer, config.max_length)
     device = next(model.parameters()).device
     losses: list[float] = []
     # fork the generators that manual_seed touches (CPU, and the model's GPU), so the caller's state stays
-    cuda = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=cuda):
+    with torch.random.fork_rng(devices=cuda_devices(device)):
         torch.manual_seed(config.seed)  # the dropout masks (CPU and GPU alike)
         gen = torch.Generator().manual_seed(config.seed)  # the batches
         batches = length_batches([len(s) for s in data.seqs], config.batch_size, gen)
         opt = adamw(model, config.lr, weight_decay=0.0)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_linear(0, config.steps))
         model.train()
-        for _ in tqdm(range(config.steps), desc="SimCSE", disable=not progress, unit="step"):
+        for _ in tqdm(
+            range(config.steps), desc="SimCSE", disable=not progress, unit="step"
+        ):
             index = next(batches)
-            while len(index) < 2:  # a lone sentence has no negative: take the next batch
+            while (
+                len(index) < 2
+            ):  # a lone sentence has no negative: take the next batch
                 index = next(batches)
             b = data.batch(index)
-            z1, z2 = embed_twice(model, b.ids.to(device), b.attention.to(device), config.pooling)
+            z1, z2 = embed_twice(
+                model, b.ids.to(device), b.attention.to(device), config.pooling
+            )
             loss = simcse_loss(z1, z2, config.temperature)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -135,7 +164,11 @@ def train_simcse(model, tokenizer, sentences: list[str], config: SimCSEConfig = 
 def parse_name(name: str) -> str | None:
     """``"scratch-bert+simcse"`` → ``"scratch-bert"`` (the base model); any other name → None."""
     base = str(name)
-    return base[: -len(SUFFIX)] if base.endswith(SUFFIX) and len(base) > len(SUFFIX) else None
+    return (
+        base[: -len(SUFFIX)]
+        if base.endswith(SUFFIX) and len(base) > len(SUFFIX)
+        else None
+    )
 
 
 def run_dir(base: str, fingerprint: str, config: SimCSEConfig | None = None) -> Path:
@@ -152,8 +185,13 @@ def _write_log(folder: Path, losses: list[float], info: dict) -> None:
     (folder / "simcse.json").write_text(json.dumps(info, indent=2) + "\n")
 
 
-def train_and_save(encoder, config: SimCSEConfig | None = None, *, progress: bool = True,
-                   threads: int | None = None) -> Path:
+def train_and_save(
+    encoder,
+    config: SimCSEConfig | None = None,
+    *,
+    progress: bool = True,
+    threads: int | None = None,
+) -> Path:
     """Fine-tune a loaded transformer ``encoder`` with SimCSE and save it atomically (the folder
     appears complete or not at all) under :func:`run_dir`; a no-op when the cache already holds it.
     Trains on the encoder's device. Returns the folder. (By name: ``load_encoder("<base>+simcse")``.)"""
@@ -167,24 +205,35 @@ def train_and_save(encoder, config: SimCSEConfig | None = None, *, progress: boo
     if final.is_dir():
         return final
     minutes = config.steps * SECONDS_PER_STEP / 60
-    print(f"{encoder.name}{SUFFIX}: not cached; fine-tuning {encoder.name} with SimCSE now (about "
-          f"{minutes:.0f} minutes on a 2-core CPU) …", flush=True)
+    print(
+        f"{encoder.name}{SUFFIX}: not cached; fine-tuning {encoder.name} with SimCSE now (about "
+        f"{minutes:.0f} minutes on a 2-core CPU) …",
+        flush=True,
+    )
     model = copy.deepcopy(encoder.model)
-    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".partial"))
-    try:
+    with atomic_dir(
+        final
+    ) as staging:  # another process may finish the same model first: keep theirs
         start, cpu = time.perf_counter(), time.process_time()
         with torch_threads(threads):  # None: the caller's setting
-            losses = train_simcse(model, encoder.tokenizer, corpus_sentences(config.corpus), config, progress)
-        info = {"base": encoder.name, "base_fingerprint": encoder.fingerprint, "config": asdict(config),
-                "version": VERSION, "seconds": time.perf_counter() - start,
-                "cpu_seconds": time.process_time() - cpu}  # wall clock, and CPU time of all threads
+            losses = train_simcse(
+                model,
+                encoder.tokenizer,
+                corpus_sentences(config.corpus),
+                config,
+                progress,
+            )
+        info = {
+            "base": encoder.name,
+            "base_fingerprint": encoder.fingerprint,
+            "config": asdict(config),
+            "version": VERSION,
+            "seconds": time.perf_counter() - start,
+            "cpu_seconds": time.process_time() - cpu,
+        }  # wall clock, and CPU time of all threads
         model.save_pretrained(staging)
         encoder.tokenizer.save_pretrained(staging)
         _write_log(staging, losses, info)
-        if not final.exists():  # another process may have finished the same model first: keep theirs
-            os.replace(staging, final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return final
 
 
@@ -193,13 +242,3 @@ def read_training_log(folder: Path) -> tuple[np.ndarray, dict]:
     with open(folder / "training_log.csv") as f:
         losses = np.array([float(row["loss"]) for row in csv.DictReader(f)])
     return losses, json.loads((folder / "simcse.json").read_text())
-
-
-def split_method(method: str) -> tuple[bool, str]:
-    """``"simcse+whitening"`` → ``(True, "whitening")``, ``"simcse"`` → ``(True, "none")``,
-    ``"flow"`` → ``(False, "flow")``: whether a table method runs on the SimCSE encoder, and the
-    post-processor after it."""
-    head, _, rest = method.partition("+")
-    if head == "simcse":
-        return True, rest or "none"
-    return False, method

@@ -2,12 +2,13 @@
 (``$BERTFLOW_MODELS/<short name>``) or the Hugging Face hub. :mod:`bertflow_mini.encoders.names`
 builds on this (training on demand, random init); modules that must not train (the pretraining
 code loading its tokenizer) use it directly."""
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from bertflow_mini.data.datasets import hub_reachable  # noqa: F401 (re-exported: one reachability check)
+from bertflow_mini.data.downloads import HUB_URL, hub_reachable
 
 #: Short names the book uses, and the hub id each one falls back to when no mirror has it.
 HUB_IDS: dict[str, str] = {
@@ -16,13 +17,17 @@ HUB_IDS: dict[str, str] = {
     "all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2",
     "bert-base-uncased-tokenizer": "bert-base-uncased",  # the tokenizer only (scratch-bert's vocabulary)
 }
-HUB_URL = "https://huggingface.co/{}"
 MODELS_ENV = "BERTFLOW_MODELS"
 
 
 def short_name(name: str) -> str:
     """``"sentence-transformers/all-MiniLM-L6-v2"`` → ``"all-MiniLM-L6-v2"``; a path → its folder name."""
     return Path(str(name).rstrip("/")).name
+
+
+def is_glove(name: str) -> bool:
+    """``glove-6B-50d`` and friends: the static word-vector baseline, not a network."""
+    return short_name(name).lower().startswith("glove")
 
 
 def looks_like_path(name: str) -> bool:
@@ -35,7 +40,9 @@ def local_folder(name: str) -> Path | None:
     if Path(name).expanduser().is_dir():
         return Path(name).expanduser().resolve()
     if looks_like_path(name):
-        raise FileNotFoundError(f"model {name!r}: no such folder ({Path(name).expanduser().resolve()})")
+        raise FileNotFoundError(
+            f"model {name!r}: no such folder ({Path(name).expanduser().resolve()})"
+        )
     mirror = os.environ.get(MODELS_ENV)
     if mirror and (Path(mirror) / short_name(name)).is_dir():
         return (Path(mirror) / short_name(name)).resolve()

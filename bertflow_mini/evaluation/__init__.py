@@ -1,10 +1,15 @@
 """Layer 3 — evaluation: scoring sentence vectors against human judgements.
 
 ``sts``         cosine scores, Spearman, ``wmean`` and ``all`` aggregation
+``methods``     the table's method names (``flow``, ``whitening-256``, ``simcse+flow``, …) → post-processors
 ``reproduce``   the paper's STS table, end to end (encoder → post-processor → score)
 ``bootstrap``   is a difference between two STS scores real? a paired bootstrap
 ``published``   the papers' own numbers
+``measured``    the measurements shipped with the package (``results/``): loaded, never computed
+``controls``    a random-init control cell: mean and init-seed spread; the 7-dataset mean
 ``earned``      what pretraining earns: pretrained minus its random-init control, one shared table
+``scale``       scratch-bert's scale curve as gaps: each run length minus its own step 0
+``harness``     how far the papers' harnesses disagree, and which margins exceed that
 ``lexical``     word overlap, IDF overlap, edit distance, bags of random vectors: no semantics
 ``entailment``  the paper's unsupervised question-answering test, and an offline analogue
 

@@ -20,6 +20,7 @@ weights assume, and the statistic is the size-weighted mean of per-subset Spearm
 What this interval does not cover: the randomness of a flow's training seed and of the encoder's
 pretraining seed. Those are measured separately (several seeds) and printed beside it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,7 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-__all__ = ["PairedDifference", "compare", "paired_bootstrap", "resampled_scores", "spearman_rows"]
+__all__ = [
+    "PairedDifference",
+    "compare",
+    "paired_bootstrap",
+    "resampled_scores",
+    "spearman_rows",
+]
 
 
 @dataclass(frozen=True)
@@ -46,11 +53,15 @@ class PairedDifference:
         return self.low > 0 or self.high < 0
 
 
-def _check(sims_a: np.ndarray, sims_b: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, ...]:
+def _check(
+    sims_a: np.ndarray, sims_b: np.ndarray, gold: np.ndarray
+) -> tuple[np.ndarray, ...]:
     arrays = tuple(np.asarray(x, dtype=np.float64) for x in (sims_a, sims_b, gold))
     for name, x in zip(("sims_a", "sims_b", "gold"), arrays):
         if x.ndim != 1 or len(x) != len(arrays[2]):
-            raise ValueError(f"{name} must be 1-D with one value per pair, got shape {x.shape}")
+            raise ValueError(
+                f"{name} must be 1-D with one value per pair, got shape {x.shape}"
+            )
         if not np.isfinite(x).all():
             raise ValueError(f"{name} contains NaN or infinity")
     if len(arrays[2]) < 3:
@@ -67,7 +78,9 @@ def resample_indices(
     draws = []
     for name in dict.fromkeys(subsets.tolist()):
         members = np.flatnonzero(subsets == name)
-        draws.append(members[rng.integers(0, len(members), (n_resamples, len(members)))])
+        draws.append(
+            members[rng.integers(0, len(members), (n_resamples, len(members)))]
+        )
     return draws
 
 
@@ -104,7 +117,9 @@ def _weighted_scores(
 def _labels(subsets: np.ndarray | None, n: int) -> np.ndarray:
     subsets = np.zeros(n) if subsets is None else np.asarray(subsets)
     if subsets.shape != (n,):
-        raise ValueError(f"subsets must have one label per pair, got shape {subsets.shape}")
+        raise ValueError(
+            f"subsets must have one label per pair, got shape {subsets.shape}"
+        )
     return subsets
 
 
@@ -121,11 +136,15 @@ def resampled_scores(
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     checked = {name: _check(s, s, gold)[0] for name, s in sims.items()}
     gold = np.asarray(gold, dtype=np.float64)
-    draws = resample_indices(_labels(subsets, len(gold)), n_resamples, np.random.default_rng(seed))
+    draws = resample_indices(
+        _labels(subsets, len(gold)), n_resamples, np.random.default_rng(seed)
+    )
     return _weighted_scores(checked, gold, draws)
 
 
-def percentile_interval(observed: float, diffs: np.ndarray, level: float) -> PairedDifference:
+def percentile_interval(
+    observed: float, diffs: np.ndarray, level: float
+) -> PairedDifference:
     """``observed`` with the ``level`` percentile interval of the finite bootstrap ``diffs``."""
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, got {level}")
@@ -136,8 +155,12 @@ def percentile_interval(observed: float, diffs: np.ndarray, level: float) -> Pai
 
 
 def _observed(sims: np.ndarray, gold: np.ndarray, subsets: np.ndarray) -> float:
-    whole = [np.flatnonzero(subsets == s)[None, :] for s in dict.fromkeys(subsets.tolist())]
-    return float(_weighted_scores({"": np.asarray(sims, dtype=np.float64)}, gold, whole)[""][0])
+    whole = [
+        np.flatnonzero(subsets == s)[None, :] for s in dict.fromkeys(subsets.tolist())
+    ]
+    return float(
+        _weighted_scores({"": np.asarray(sims, dtype=np.float64)}, gold, whole)[""][0]
+    )
 
 
 def paired_bootstrap(
@@ -173,6 +196,8 @@ def compare(
     scores = resampled_scores({"": sims, **others}, gold, labels, n_resamples, seed)
     base = _observed(sims, gold, labels)
     return {
-        name: percentile_interval(base - _observed(other, gold, labels), scores[""] - scores[name], level)
+        name: percentile_interval(
+            base - _observed(other, gold, labels), scores[""] - scores[name], level
+        )
         for name, other in others.items()
     }

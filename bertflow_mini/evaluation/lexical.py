@@ -10,17 +10,17 @@ Also the baselines with no semantics that explain the random-init control's stre
 :func:`idf_overlap` (IDF-weighted word overlap), :func:`bag_of_vectors` of a network's input-embedding
 rows or of :func:`random_token_vectors`, scored raw and whitened by :func:`score_vectors`.
 """
+
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
-from typing import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from bertflow_mini.data.datasets import tokenize_words
+from bertflow_mini.data.words import tokenize_words, word_set
 from bertflow_mini.evaluation.sts import spearman
 
 
@@ -30,7 +30,9 @@ def edit_distance(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
     for i, x in enumerate(a, start=1):
         current = [i]
         for j, y in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y))
+            )
         previous = current
     return previous[-1]
 
@@ -39,9 +41,14 @@ def word_edit_distances(sent1: Sequence[str], sent2: Sequence[str]) -> np.ndarra
     """Word-level edit distance of each pair, over the lower-cased word and punctuation tokens of
     :func:`bertflow_mini.data.tokenize_words` (GloVe's tokenisation)."""
     if len(sent1) != len(sent2):
-        raise ValueError(f"sent1 and sent2 must be equally long, got {len(sent1)} and {len(sent2)}")
+        raise ValueError(
+            f"sent1 and sent2 must be equally long, got {len(sent1)} and {len(sent2)}"
+        )
     return np.array(
-        [edit_distance(tokenize_words(a), tokenize_words(b)) for a, b in zip(sent1, sent2)],
+        [
+            edit_distance(tokenize_words(a), tokenize_words(b))
+            for a, b in zip(sent1, sent2)
+        ],
         dtype=np.int64,
     )
 
@@ -53,7 +60,10 @@ def lexical_table(
     with the gold score; the gold score's own row comes first."""
     rows = {"gold similarity": np.asarray(gold, dtype=np.float64), **similarities}
     table = {
-        name: {"edit distance": spearman(sim, distance), "gold similarity": spearman(sim, gold)}
+        name: {
+            "edit distance": spearman(sim, distance),
+            "gold similarity": spearman(sim, gold),
+        }
         for name, sim in rows.items()
     }
     return pd.DataFrame(table).T
@@ -62,8 +72,8 @@ def lexical_table(
 # --------------------------------------------------------------------------------------------
 # Baselines with no semantics: what a random network's whitened average already is
 # --------------------------------------------------------------------------------------------
-# A random BERT's vectors, whitened, score about as well as a pretrained one on STS (benchmarks/
-# bench_controls.py). Three baselines say why, each knowing only *which* words two sentences share:
+# A random BERT's vectors, whitened, score about as well as a pretrained one on STS (experiments/
+# controls.py). Three baselines say why, each knowing only *which* words two sentences share:
 #
 # * the random network's own input-embedding rows, averaged per sentence (no layer at all);
 # * a bag of random vectors: one seeded Gaussian vector per token id, averaged per sentence: nearly
@@ -74,27 +84,28 @@ def lexical_table(
 # None of them can tell that two *different* words mean the same: that is what pretraining must add.
 
 
-def _word_set(sentence: str) -> set[str]:
-    """The word set of :func:`bertflow_mini.evaluation.sts.word_overlap`: lower-cased runs of letters
-    and digits."""
-    return set(re.findall(r"[^\W_]+", sentence.lower()))
-
-
-def document_idf(documents: Sequence[Iterable[Hashable]], *, smooth: bool = True,
-                 plus_one: bool = False) -> dict[Hashable, float]:
+def document_idf(
+    documents: Sequence[Iterable[Hashable]],
+    *,
+    smooth: bool = True,
+    plus_one: bool = False,
+) -> dict[Hashable, float]:
     """Inverse document frequency of each item over ``documents`` (an item counts once per document):
     ``log((N + 1) / (df + 1))`` when ``smooth`` (Zhang et al.'s BERTScore form), else ``log(N / df)``;
     ``plus_one`` adds 1, so no item seen weighs 0."""
     df = Counter(item for doc in documents for item in set(doc))
     n = len(documents)
-    return {item: (math.log((n + 1) / (d + 1)) if smooth else math.log(n / d)) + (1 if plus_one else 0)
-            for item, d in df.items()}
+    return {
+        item: (math.log((n + 1) / (d + 1)) if smooth else math.log(n / d))
+        + (1 if plus_one else 0)
+        for item, d in df.items()
+    }
 
 
 def idf_weights(sentences: Sequence[str]) -> dict[str, float]:
     """Inverse document frequency of each word over ``sentences`` (each sentence a document):
     ``log((1 + N) / (1 + df)) + 1``, the smoothed form (never 0, defined for every word seen)."""
-    return document_idf([_word_set(s) for s in sentences], plus_one=True)
+    return document_idf([word_set(s) for s in sentences], plus_one=True)
 
 
 def idf_overlap(
@@ -106,20 +117,29 @@ def idf_overlap(
     largest weight it holds (a word never seen is as rare as the rarest). With every weight equal
     this is :func:`~bertflow_mini.evaluation.sts.word_overlap`. Two empty sentences score 0."""
     if len(sent1) != len(sent2):
-        raise ValueError(f"sent1 and sent2 must be equally long, got {len(sent1)} and {len(sent2)}")
+        raise ValueError(
+            f"sent1 and sent2 must be equally long, got {len(sent1)} and {len(sent2)}"
+        )
     idf = idf_weights(list(sent1) + list(sent2)) if idf is None else idf
     rare = max(idf.values(), default=1.0)
     out = np.zeros(len(sent1))
     for i, (a, b) in enumerate(zip(sent1, sent2)):
-        A, B = _word_set(a), _word_set(b)
+        A, B = word_set(a), word_set(b)
         union = sum(idf.get(w, rare) for w in A | B)
         out[i] = sum(idf.get(w, rare) for w in A & B) / union if union > 0 else 0.0
     return out
 
 
-def token_ids(sentences: Sequence[str], tokenizer, max_length: int = 512) -> list[list[int]]:
+def token_ids(
+    sentences: Sequence[str], tokenizer, max_length: int = 512
+) -> list[list[int]]:
     """The wordpiece ids of each sentence, without [CLS] and [SEP] (what the sentence *says*)."""
-    encoded = tokenizer(list(sentences), add_special_tokens=False, truncation=True, max_length=max_length)
+    encoded = tokenizer(
+        list(sentences),
+        add_special_tokens=False,
+        truncation=True,
+        max_length=max_length,
+    )
     return [list(ids) for ids in encoded["input_ids"]]
 
 
@@ -153,24 +173,27 @@ def bag_of_vectors(ids: Sequence[Sequence[int]], table) -> np.ndarray:
     return out
 
 
-def score_vectors(task: str, embed, methods: Sequence[str] = ("none", "whitening"),
-                  fit: str = "target") -> dict[str, float]:
+def score_vectors(
+    task: str,
+    embed,
+    methods: Sequence[str] = ("none", "whitening"),
+    fit: str = "target",
+) -> dict[str, float]:
     """Spearman × 100 (``wmean``) of ``task``'s test pairs for any ``embed(sentences) -> (n, d)``,
     raw and after each post-processor fitted on ``fit``'s sentences, as
     :class:`~bertflow_mini.evaluation.reproduce.Evaluation` does for a network."""
     from bertflow_mini.data import load_sts
-    from bertflow_mini.evaluation.reproduce import fitting_sentences, make_postprocessor
-    from bertflow_mini.evaluation.sts import cosine_scores, score_similarities
+    from bertflow_mini.evaluation.methods import make_postprocessor
+    from bertflow_mini.evaluation.reproduce import fitting_sentences
+    from bertflow_mini.evaluation.sts import cosine_after, score_similarities
 
     pairs = load_sts(task, "test")
     a, b = embed(list(pairs.sent1)), embed(list(pairs.sent2))
-    fit_on = [s for _, sents in fitting_sentences(task, fit) for s in sents]
-    out = {}
-    for method in methods:
-        post = make_postprocessor(method)
-        x, y = a, b
-        if post is not None:
-            post.fit(embed(fit_on))
-            x, y = post.transform(a), post.transform(b)
-        out[method] = score_similarities(pairs, cosine_scores(x, y)).wmean
-    return out
+    posts = {method: make_postprocessor(method) for method in methods}
+    fit_on = None
+    if any(post is not None for post in posts.values()):  # encoded once, for every fit
+        fit_on = embed([s for _, sents in fitting_sentences(task, fit) for s in sents])
+    return {
+        method: score_similarities(pairs, cosine_after(a, b, post, fit_on)).wmean
+        for method, post in posts.items()
+    }

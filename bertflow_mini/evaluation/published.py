@@ -5,44 +5,111 @@ Transcribed from the papers' tables: Li et al. 2020 (BERT-flow, Tables 2–3), S
 beyond STS, Li et al.'s QNLI AUCs (Table 4) and SimCSE's pooling ablation (Table 6).
 ``aggregation`` says how each paper pooled STS12–16 (see :mod:`bertflow_mini.evaluation.sts`).
 """
+
 from __future__ import annotations
 
 import pandas as pd
 
 from bertflow_mini.data import TASKS
 
-COLUMNS = TASKS  # the papers' column order is the package's task order (one list, in data.py)
+COLUMNS = TASKS  # the papers' column order is the package's task order (one list: bertflow_mini.data.TASKS)
 
 #: (paper, model, pooling, method, fit) -> (aggregation, scores in COLUMNS order)
 PUBLISHED: dict[tuple[str, str, str, str, str], tuple[str, tuple[float, ...]]] = {
     # Li et al. 2020, "On the Sentence Embeddings from Pre-trained Language Models"
-    ("BERT-flow", "bert-base-uncased", "last-avg", "none", "-"): ("wmean", (47.29, 58.21, 49.07, 55.92, 54.75, 62.75, 65.19)),
-    ("BERT-flow", "bert-base-uncased", "first-last-avg", "none", "-"): ("wmean", (59.04, 63.75, 57.84, 61.95, 62.48, 70.95, 69.81)),
-    ("BERT-flow", "bert-base-uncased", "first-last-avg", "flow", "nli"): ("wmean", (58.56, 65.44, 59.54, 64.69, 64.66, 72.92, 71.84)),
-    ("BERT-flow", "bert-base-uncased", "first-last-avg", "flow", "target"): ("wmean", (70.72, 63.11, 63.48, 72.14, 68.42, 73.77, 75.37)),
-    ("BERT-flow", "bert-large-uncased", "last-avg", "none", "-"): ("wmean", (46.99, 53.74, 46.89, 53.32, 49.27, 56.54, 61.63)),
-    ("BERT-flow", "bert-large-uncased", "first-last-avg", "none", "-"): ("wmean", (59.56, 60.22, 57.68, 61.37, 61.02, 68.04, 70.32)),
-    ("BERT-flow", "bert-large-uncased", "first-last-avg", "flow", "nli"): ("wmean", (68.09, 64.62, 61.72, 66.05, 66.34, 74.87, 74.47)),
-    ("BERT-flow", "bert-large-uncased", "first-last-avg", "flow", "target"): ("wmean", (72.26, 62.50, 65.20, 73.39, 69.42, 74.92, 77.63)),
+    ("BERT-flow", "bert-base-uncased", "last-avg", "none", "-"): (
+        "wmean",
+        (47.29, 58.21, 49.07, 55.92, 54.75, 62.75, 65.19),
+    ),
+    ("BERT-flow", "bert-base-uncased", "first-last-avg", "none", "-"): (
+        "wmean",
+        (59.04, 63.75, 57.84, 61.95, 62.48, 70.95, 69.81),
+    ),
+    ("BERT-flow", "bert-base-uncased", "first-last-avg", "flow", "nli"): (
+        "wmean",
+        (58.56, 65.44, 59.54, 64.69, 64.66, 72.92, 71.84),
+    ),
+    ("BERT-flow", "bert-base-uncased", "first-last-avg", "flow", "target"): (
+        "wmean",
+        (70.72, 63.11, 63.48, 72.14, 68.42, 73.77, 75.37),
+    ),
+    ("BERT-flow", "bert-large-uncased", "last-avg", "none", "-"): (
+        "wmean",
+        (46.99, 53.74, 46.89, 53.32, 49.27, 56.54, 61.63),
+    ),
+    ("BERT-flow", "bert-large-uncased", "first-last-avg", "none", "-"): (
+        "wmean",
+        (59.56, 60.22, 57.68, 61.37, 61.02, 68.04, 70.32),
+    ),
+    ("BERT-flow", "bert-large-uncased", "first-last-avg", "flow", "nli"): (
+        "wmean",
+        (68.09, 64.62, 61.72, 66.05, 66.34, 74.87, 74.47),
+    ),
+    ("BERT-flow", "bert-large-uncased", "first-last-avg", "flow", "target"): (
+        "wmean",
+        (72.26, 62.50, 65.20, 73.39, 69.42, 74.92, 77.63),
+    ),
     # Reimers & Gurevych 2019 (SBERT), as quoted in Li et al. 2020
-    ("SBERT", "glove-840B-300d", "avg", "none", "-"): ("all", (58.02, 53.76, 55.14, 70.66, 59.73, 68.25, 63.66)),
-    ("SBERT", "bert-base-uncased", "last-avg", "none", "-"): ("all", (46.35, 58.40, 38.78, 57.98, 57.98, 63.15, 61.06)),
-    ("SBERT", "bert-base-uncased", "cls", "none", "-"): ("all", (16.50, 42.63, 20.16, 30.01, 20.09, 36.88, 38.03)),
+    ("SBERT", "glove-840B-300d", "avg", "none", "-"): (
+        "all",
+        (58.02, 53.76, 55.14, 70.66, 59.73, 68.25, 63.66),
+    ),
+    ("SBERT", "bert-base-uncased", "last-avg", "none", "-"): (
+        "all",
+        (46.35, 58.40, 38.78, 57.98, 57.98, 63.15, 61.06),
+    ),
+    ("SBERT", "bert-base-uncased", "cls", "none", "-"): (
+        "all",
+        (16.50, 42.63, 20.16, 30.01, 20.09, 36.88, 38.03),
+    ),
     # Su et al. 2021, "Whitening Sentence Representations for Better Semantics and Faster Retrieval"
-    ("whitening", "bert-base-uncased", "first-last-avg", "whitening", "target"): ("wmean", (71.34, 60.6, 63.62, 73.02, 69.23, 74.52, 72.15)),
-    ("whitening", "bert-base-uncased", "first-last-avg", "whitening-256", "target"): ("wmean", (71.43, 62.2, 63.89, 73.76, 69.08, 74.59, 74.40)),
-    ("whitening", "bert-base-uncased", "first-last-avg", "whitening", "nli"): ("wmean", (68.19, 63.6, 61.69, 65.70, 66.02, 75.11, 73.11)),
-    ("whitening", "bert-large-uncased", "first-last-avg", "whitening", "target"): ("wmean", (72.14, 59.3, 64.02, 72.67, 68.93, 73.57, 72.52)),
-    ("whitening", "bert-large-uncased", "first-last-avg", "whitening-384", "target"): ("wmean", (72.48, 60.8, 64.34, 74.60, 69.64, 74.68, 75.90)),
+    ("whitening", "bert-base-uncased", "first-last-avg", "whitening", "target"): (
+        "wmean",
+        (71.34, 60.6, 63.62, 73.02, 69.23, 74.52, 72.15),
+    ),
+    ("whitening", "bert-base-uncased", "first-last-avg", "whitening-256", "target"): (
+        "wmean",
+        (71.43, 62.2, 63.89, 73.76, 69.08, 74.59, 74.40),
+    ),
+    ("whitening", "bert-base-uncased", "first-last-avg", "whitening", "nli"): (
+        "wmean",
+        (68.19, 63.6, 61.69, 65.70, 66.02, 75.11, 73.11),
+    ),
+    ("whitening", "bert-large-uncased", "first-last-avg", "whitening", "target"): (
+        "wmean",
+        (72.14, 59.3, 64.02, 72.67, 68.93, 73.57, 72.52),
+    ),
+    ("whitening", "bert-large-uncased", "first-last-avg", "whitening-384", "target"): (
+        "wmean",
+        (72.48, 60.8, 64.34, 74.60, 69.64, 74.68, 75.90),
+    ),
     # Gao et al. 2021, SimCSE, under "all" unless said: unsupervised SimCSE; its Table 5 rows for BERT-flow and
     # whitening are the NLI fits; its Table C.1 re-evaluates the target fits
-    ("SimCSE", "bert-base-uncased", "cls", "simcse-unsup", "-"): ("all", (76.85, 72.23, 68.40, 82.41, 74.38, 80.91, 78.56)),
+    ("SimCSE", "bert-base-uncased", "cls", "simcse-unsup", "-"): (
+        "all",
+        (76.85, 72.23, 68.40, 82.41, 74.38, 80.91, 78.56),
+    ),
     # the same model under "wmean", from SimCSE's Table B.3: the like-for-like row beside the others
-    ("SimCSE (Table B.3)", "bert-base-uncased", "cls", "simcse-unsup", "-"): ("wmean", (76.85, 72.23, 70.14, 79.56, 75.91, 81.46, 79.07)),
-    ("SimCSE", "bert-base-uncased", "first-last-avg", "flow", "nli"): ("all", (68.66, 64.47, 58.40, 67.10, 60.85, 75.16, 71.22)),
-    ("SimCSE", "bert-base-uncased", "first-last-avg", "whitening", "nli"): ("all", (68.24, 63.73, 57.83, 66.90, 60.90, 75.08, 71.31)),
-    ("SimCSE", "bert-base-uncased", "first-last-avg", "flow", "target"): ("all", (71.70, 61.97, 53.15, 78.38, 66.02, 62.09, 70.84)),
-    ("SimCSE", "bert-base-uncased", "first-last-avg", "whitening", "target"): ("all", (71.34, 60.40, 42.88, 77.77, 66.28, 63.60, 67.58)),
+    ("SimCSE (Table B.3)", "bert-base-uncased", "cls", "simcse-unsup", "-"): (
+        "wmean",
+        (76.85, 72.23, 70.14, 79.56, 75.91, 81.46, 79.07),
+    ),
+    ("SimCSE", "bert-base-uncased", "first-last-avg", "flow", "nli"): (
+        "all",
+        (68.66, 64.47, 58.40, 67.10, 60.85, 75.16, 71.22),
+    ),
+    ("SimCSE", "bert-base-uncased", "first-last-avg", "whitening", "nli"): (
+        "all",
+        (68.24, 63.73, 57.83, 66.90, 60.90, 75.08, 71.31),
+    ),
+    ("SimCSE", "bert-base-uncased", "first-last-avg", "flow", "target"): (
+        "all",
+        (71.70, 61.97, 53.15, 78.38, 66.02, 62.09, 70.84),
+    ),
+    ("SimCSE", "bert-base-uncased", "first-last-avg", "whitening", "target"): (
+        "all",
+        (71.34, 60.40, 42.88, 77.77, 66.28, 63.60, 67.58),
+    ),
 }
 
 #: Li et al. 2020, Table 6 (arXiv:2011.05864, section 4.4): Spearman × 100 between similarities on the
@@ -83,13 +150,41 @@ SIMCSE_TABLE6: dict[str, tuple[float, float]] = {
 }
 
 
+#: Li et al. 2020, Table 5 (section 4.3), the two rows the book quotes: bert-base on STS-B test
+#: (Spearman × 100), raw and with the flow fitted on the target sentences. The paper does not state
+#: this table's pooling; its raw 47.29 is Table 2's last-layer average. (The table's other rows,
+#: other calibration baselines, are not transcribed here.)
+TABLE5_STSB: dict[str, float] = {
+    "BERT-base": 47.29,
+    "BERT-base-flow (target)": 65.62,
+}
+
+#: The flow's configuration where Li et al. 2020's text and their code differ: setting ->
+#: (the paper, the authors' code). The paper: Table 7 (levels) and section 3 (a random
+#: permutation). The code (github.com/bohanli/BERT-flow): run_siamese.py's default
+#: ``flow_model_config = "config_l3_d3_w32"`` (flow/config/config_l3_d3_w32.json: n_levels 3,
+#: depth 3, coupling_width 32, additive) and flow/glow_ops_1x1.py's ``permutation=True`` branch, a
+#: fixed channel reversal.
+FLOW_CONFIG: dict[str, tuple[str, str]] = {
+    "levels": ("2 (Table 7)", "3 (config_l3_d3_w32)"),
+    "permutation": ("random (section 3)", "fixed reversal (glow_ops_1x1.py)"),
+}
+
+
 def published_table(model: str | None = None, paper: str | None = None) -> pd.DataFrame:
     """The published rows (optionally of one model / one paper) as a DataFrame with an ``Avg.`` column."""
     rows = []
     for (pap, mod, pooling, method, fit), (agg, scores) in PUBLISHED.items():
         if (model and mod != model) or (paper and pap != paper):
             continue
-        row = {"paper": pap, "model": mod, "pooling": pooling, "method": method, "fit": fit, "aggregation": agg}
+        row = {
+            "paper": pap,
+            "model": mod,
+            "pooling": pooling,
+            "method": method,
+            "fit": fit,
+            "aggregation": agg,
+        }
         row.update(dict(zip(COLUMNS, scores)))
         row["Avg."] = round(sum(scores) / len(scores), 2)
         rows.append(row)

@@ -13,90 +13,61 @@ An :class:`Evaluation` holds one encoder's work for a whole table: each dataset 
 and looked up in the embedding cache once, and each post-processor is fitted once per fitting set.
 A new post-processor is one entry in :data:`POSTPROCESSORS`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
 
 from bertflow_mini.data import TASKS, STSPairs, load_sts
-from bertflow_mini.data.datasets import canonical_task, distinct_sentences, splits, task_sentences
-from bertflow_mini.encoders.encoder import Encoder
+from bertflow_mini.data.pairs import canonical_task, splits
+from bertflow_mini.data.sts import distinct_sentences, task_sentences
+from bertflow_mini.encoders.encoder import Encoder, encode
 from bertflow_mini.encoders.pooling import Pooling
-from bertflow_mini.encoders.encoder import encode
+from bertflow_mini.evaluation.methods import (
+    METHODS,
+    POSTPROCESSORS,
+    STOCHASTIC,
+    PostProcessor,
+    default_methods,
+    make_postprocessor,
+    parse_method,
+    split_method,
+)
 from bertflow_mini.evaluation.published import COLUMNS, published_table
-from bertflow_mini.evaluation.sts import Embedded, STSResult, cosine_scores, score_similarities
+from bertflow_mini.evaluation.sts import (
+    Embedded,
+    STSResult,
+    cosine_after,
+    score_similarities,
+)
 
-__all__ = ["Embedded", "Evaluation", "evaluate_method", "fitting_sentences", "reproduce", "rows_table"]
-
-
-class PostProcessor(Protocol):
-    def fit(self, X: np.ndarray) -> PostProcessor: ...
-
-    def transform(self, X: np.ndarray) -> np.ndarray: ...
-
-
-def _flow(k: int | None, seed: int, progress: bool) -> PostProcessor:
-    from bertflow_mini.postprocess.flow import FlowTransform
-
-    if k is not None:
-        raise ValueError(f"the flow keeps every dimension; 'flow-{k}' is not a method")
-
-    return FlowTransform(seed=seed, progress=progress)
-
-
-def _whitening(k: int | None, seed: int, progress: bool) -> PostProcessor:
-    from bertflow_mini.postprocess.whitening import Whitening
-
-    return Whitening(k=k)
+# the method names (bertflow_mini.evaluation.methods) are here too: a table is asked for by them
+__all__ = [
+    "METHODS",
+    "POSTPROCESSORS",
+    "Embedded",
+    "Evaluation",
+    "default_methods",
+    "evaluate_method",
+    "fitting_sentences",
+    "make_postprocessor",
+    "parse_method",
+    "reproduce",
+    "rows_table",
+    "split_method",
+]
 
 
-def _abtt(k: int | None, seed: int, progress: bool) -> PostProcessor:
-    from bertflow_mini.postprocess.whitening import AllButTheTop
-
-    return AllButTheTop(k)
-
-
-#: Method name → factory ``(k, seed, progress) -> post-processor`` (``None`` = raw cosine).
-#: ``"<name>-<k>"`` passes ``k``: ``whitening-256`` keeps 256 directions, ``abtt-3`` removes 3.
-POSTPROCESSORS: dict[str, Callable[[int | None, int, bool], PostProcessor | None]] = {
-    "none": lambda k, seed, progress: None,
-    "flow": _flow,
-    "whitening": _whitening,
-    "abtt": _abtt,
-}
-#: Methods whose fit depends on the seed (the others are closed-form): only these get several seeds.
-STOCHASTIC = {"flow"}
-METHODS = ("none", "flow", "whitening", "whitening-256", "abtt")  # the paper's, for bert-base (768-d)
 FIT_CHOICES = ("target", "train", "other")
 #: The datasets with a training split: ``fit="train"`` falls back on them, ``fit="other"`` uses them.
 TRAIN_SETS = ("STSB", "SICK-R")
-TEST_ONLY = tuple(t for t in TASKS if t not in TRAIN_SETS)  # STS12-16: a test split only
-
-
-def parse_method(method: str) -> tuple[str, int | None]:
-    """``"whitening-256"`` → ``("whitening", 256)``; ``"flow"`` → ``("flow", None)``."""
-    if method in POSTPROCESSORS:
-        return method, None
-    name, _, k = method.rpartition("-")
-    if name in POSTPROCESSORS and k.isdigit() and int(k) > 0:
-        return name, int(k)
-    raise ValueError(f"unknown method {method!r}; use one of {tuple(POSTPROCESSORS)} or <name>-<k>")
-
-
-def make_postprocessor(method: str, seed: int = 0, progress: bool = False) -> PostProcessor | None:
-    """A fresh, unfitted post-processor for ``method`` (see :data:`POSTPROCESSORS`)."""
-    name, k = parse_method(method)
-    return POSTPROCESSORS[name](k, seed, progress)
-
-
-def default_methods(dim: int) -> tuple[str, ...]:
-    """:data:`METHODS` with the whitening paper's truncation scaled to the model: it kept 256 of
-    bert-base's 768 dimensions and 384 of bert-large's 1024; other widths keep a third (a multiple of 8)."""
-    k = {768: 256, 1024: 384}.get(dim, max(8, dim // 3 // 8 * 8))
-    return ("none", "flow", "whitening", f"whitening-{k}", "abtt")
+TEST_ONLY = tuple(
+    t for t in TASKS if t not in TRAIN_SETS
+)  # STS12-16: a test split only
 
 
 # --------------------------------------------------------------------------------------------
@@ -105,7 +76,9 @@ def default_methods(dim: int) -> tuple[str, ...]:
 SentenceSource = Callable[[str, Sequence[str] | None], list[str]]
 
 
-def _fitting_sets(task: str, fit: str, sentences: SentenceSource) -> list[tuple[str, list[str]]]:
+def _fitting_sets(
+    task: str, fit: str, sentences: SentenceSource
+) -> list[tuple[str, list[str]]]:
     task = canonical_task(task)
     if fit not in FIT_CHOICES:
         raise ValueError(f"fit must be one of {FIT_CHOICES}, got {fit!r}")
@@ -119,7 +92,9 @@ def _fitting_sets(task: str, fit: str, sentences: SentenceSource) -> list[tuple[
     # "other": never a sentence of the target, nor of STS12-16, which STS-B was compiled from
     # (so the five years share one fitting set, fitted once)
     banned = {s for t in (task, *TEST_ONLY) for s in sentences(t, None)}
-    return [(t, [s for s in sentences(t, ["train"]) if s not in banned]) for t in sources]
+    return [
+        (t, [s for s in sentences(t, ["train"]) if s not in banned]) for t in sources
+    ]
 
 
 def fitting_sentences(task: str, fit: str = "target") -> list[tuple[str, list[str]]]:
@@ -134,7 +109,10 @@ def fitting_sentences(task: str, fit: str = "target") -> list[tuple[str, list[st
 
 
 def embed_task(
-    encoder: Encoder, task: str, pooling: Pooling = "first-last-avg", progress: bool = True
+    encoder: Encoder,
+    task: str,
+    pooling: Pooling = "first-last-avg",
+    progress: bool = True,
 ) -> Embedded:
     """Every sentence of every split of ``task``, encoded once (one cache entry per model and dataset)."""
     sentences = task_sentences(task)
@@ -167,7 +145,9 @@ class Evaluation:
 
     def sentences(self, task: str, which: Sequence[str] | None = None) -> list[str]:
         """:func:`task_sentences` from splits parsed once."""
-        return distinct_sentences(self.load(task, split) for split in which or splits(task))
+        return distinct_sentences(
+            self.load(task, split) for split in which or splits(task)
+        )
 
     def pairs(self, task: str) -> STSPairs:
         """The test pairs of ``task``."""
@@ -183,7 +163,12 @@ class Evaluation:
         return self._embedded[key]
 
     def postprocessor(
-        self, task: str, pooling: Pooling, method: str, fit: str = "target", seed: int = 0
+        self,
+        task: str,
+        pooling: Pooling,
+        method: str,
+        fit: str = "target",
+        seed: int = 0,
     ) -> PostProcessor | None:
         """``method`` fitted on ``task``'s fitting set (shared by tasks with the same set)."""
         if parse_method(method)[0] not in STOCHASTIC:
@@ -203,28 +188,35 @@ class Evaluation:
         from bertflow_mini.encoders.names import simcse_encoder
 
         if "simcse" not in self._fitted:
-            self._fitted["simcse"] = Evaluation(simcse_encoder(self.encoder), self.progress)
+            self._fitted["simcse"] = Evaluation(
+                simcse_encoder(self.encoder), self.progress
+            )
         return self._fitted["simcse"]
 
     def similarities(
-        self, task: str, pooling: Pooling, method: str = "none", fit: str = "target", seed: int = 0
+        self,
+        task: str,
+        pooling: Pooling,
+        method: str = "none",
+        fit: str = "target",
+        seed: int = 0,
     ) -> np.ndarray:
         """Cosine of each test pair of ``task`` after ``method`` (``simcse[+<method>]``: the encoder
         fine-tuned by SimCSE, :mod:`bertflow_mini.encoders.simcse`, then ``<method>``)."""
-        from bertflow_mini.encoders.simcse import split_method
-
         tuned, method = split_method(method)
         if tuned:  # SimCSE changes the encoder, not the space: its own Evaluation
             return self.simcse().similarities(task, pooling, method, fit, seed)
         pairs, emb = self.pairs(task), self.embedded(task, pooling)
-        a, b = emb(pairs.sent1), emb(pairs.sent2)
         post = self.postprocessor(task, pooling, method, fit, seed)
-        if post is not None:
-            a, b = post.transform(a), post.transform(b)
-        return cosine_scores(a, b)
+        return cosine_after(emb(pairs.sent1), emb(pairs.sent2), post)
 
     def score(
-        self, task: str, pooling: Pooling, method: str = "none", fit: str = "target", seed: int = 0
+        self,
+        task: str,
+        pooling: Pooling,
+        method: str = "none",
+        fit: str = "target",
+        seed: int = 0,
     ) -> STSResult:
         """Spearman × 100 of :meth:`similarities` against the gold scores (both aggregations)."""
         sims = self.similarities(task, pooling, method, fit, seed)
@@ -232,8 +224,14 @@ class Evaluation:
 
 
 def evaluate_method(
-    encoder: Encoder, task: str, pooling: Pooling, method: str, fit: str = "target",
-    seed: int = 0, progress: bool = True, evaluation: Evaluation | None = None,
+    encoder: Encoder,
+    task: str,
+    pooling: Pooling,
+    method: str,
+    fit: str = "target",
+    seed: int = 0,
+    progress: bool = True,
+    evaluation: Evaluation | None = None,
 ) -> STSResult:
     """Spearman on ``task``'s test pairs after fitting ``method`` on its fitting sentences.
 
@@ -257,8 +255,11 @@ class Table:
 
     def formatted(self, digits: int = 2) -> pd.DataFrame:
         """Cells as ``"71.23"``, or ``"71.23 ± 0.41"`` when there were several seeds and the spread is not 0."""
+
         def cell(m: float, s: float) -> str:
-            return f"{m:.{digits}f}" + (f" ± {s:.{digits}f}" if self.seeds > 1 and s > 0 else "")
+            return f"{m:.{digits}f}" + (
+                f" ± {s:.{digits}f}" if self.seeds > 1 and s > 0 else ""
+            )
 
         out = self.mean.copy().astype(object)
         for r in out.index:
@@ -285,21 +286,28 @@ def rows_table(
         raise ValueError("seeds must be at least 1")
     if aggregation not in ("wmean", "all"):
         raise ValueError(f"aggregation must be 'wmean' or 'all', got {aggregation!r}")
-    from bertflow_mini.encoders.simcse import split_method
-
     tasks = [canonical_task(t) for t in tasks]
     means, stds = {}, {}
     for label, (pooling, method, fit) in rows.items():
         runs = seeds if parse_method(split_method(method)[1])[0] in STOCHASTIC else 1
-        scores = np.array([
-            [getattr(evaluation.score(t, pooling, method, fit, seed), aggregation) for t in tasks]
-            for seed in range(runs)
-        ])
+        scores = np.array(
+            [
+                [
+                    getattr(
+                        evaluation.score(t, pooling, method, fit, seed), aggregation
+                    )
+                    for t in tasks
+                ]
+                for seed in range(runs)
+            ]
+        )
         scores = np.column_stack([scores, scores.mean(1)])  # the Avg. column, per seed
         means[label] = scores.mean(0)
         stds[label] = scores.std(0, ddof=1) if runs > 1 else np.zeros(scores.shape[1])
     cols = tasks + ["Avg."]
-    return Table(pd.DataFrame(means, index=cols).T, pd.DataFrame(stds, index=cols).T, seeds)
+    return Table(
+        pd.DataFrame(means, index=cols).T, pd.DataFrame(stds, index=cols).T, seeds
+    )
 
 
 def reproduce(
@@ -319,26 +327,42 @@ def reproduce(
     return rows_table(evaluation, rows, tasks, seeds, aggregation)
 
 
-def word_overlap_row(tasks: Sequence[str] = TASKS, aggregation: str = "wmean") -> pd.DataFrame:
+def word_overlap_row(
+    tasks: Sequence[str] = TASKS, aggregation: str = "wmean"
+) -> pd.DataFrame:
     """The no-model control: Jaccard word overlap (:func:`bertflow_mini.evaluation.sts.word_overlap`) per task, + ``Avg.``."""
     from bertflow_mini.evaluation.sts import word_overlap
 
     row = {}
     for task in (canonical_task(t) for t in tasks):
         pairs = load_sts(task, "test")
-        row[task] = getattr(score_similarities(pairs, word_overlap(pairs.sent1, pairs.sent2)), aggregation)
+        row[task] = getattr(
+            score_similarities(pairs, word_overlap(pairs.sent1, pairs.sent2)),
+            aggregation,
+        )
     row["Avg."] = float(np.mean(list(row.values())))
     return pd.DataFrame([row], index=["word overlap (no model)"])
 
 
-def published_rows(model: str, pooling: Pooling, tasks: Sequence[str] = TASKS) -> pd.DataFrame:
+def published_rows(
+    model: str, pooling: Pooling, tasks: Sequence[str] = TASKS
+) -> pd.DataFrame:
     """The papers' rows for ``model`` and ``pooling`` (empty for models no paper reports), in our columns."""
     table = published_table(model=model)
     if table.empty:
         return table
     table = table[table["pooling"] == (pooling if isinstance(pooling, str) else "")]
     cols = [canonical_task(t) for t in tasks]
-    label = table["paper"] + ": " + table["method"] + " (" + table["fit"] + ", " + table["aggregation"] + ")"
+    label = (
+        table["paper"]
+        + ": "
+        + table["method"]
+        + " ("
+        + table["fit"]
+        + ", "
+        + table["aggregation"]
+        + ")"
+    )
     out = table.set_index(label)
     out = out[[c for c in cols if c in COLUMNS]]
     out["Avg."] = out.mean(axis=1)

@@ -11,18 +11,18 @@ gold scores are not on comparable scales. Papers aggregate them in one of two wa
 The two can differ by several points on STS12–16 for the *same* embeddings, which is the most
 common reason published tables disagree. STS-B and SICK-R are single sets, where both are equal.
 """
+
 from __future__ import annotations
 
-import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
 from bertflow_mini._checks import check_matrix
-from bertflow_mini.data import TASKS, STSPairs, load_sts
+from bertflow_mini.data import TASKS, STSPairs, load_sts, word_set
 
 Embedder = Callable[[list], np.ndarray]
 
@@ -32,18 +32,35 @@ def cosine_scores(a: np.ndarray, b: np.ndarray, eps: float = 1e-12) -> np.ndarra
     a = check_matrix(a, "a")
     b = check_matrix(b, "b", dim=a.shape[1])
     if a.shape != b.shape:
-        raise ValueError(f"a and b must have the same shape, got {a.shape} and {b.shape}")
+        raise ValueError(
+            f"a and b must have the same shape, got {a.shape} and {b.shape}"
+        )
     a = a.astype(np.float64, copy=False)
     b = b.astype(np.float64, copy=False)
     norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
     return np.einsum("ij,ij->i", a, b) / np.maximum(norms, eps)
 
 
+def cosine_after(
+    a: np.ndarray, b: np.ndarray, post=None, fit_on: np.ndarray | None = None
+) -> np.ndarray:
+    """Row-wise cosine of ``a`` and ``b`` after the post-processor ``post`` (``None``: raw cosine),
+    fitted first on the vectors ``fit_on`` when they are given (else ``post`` is already fitted):
+    fit, transform both sides, take the cosine — the one path every evaluation scores through."""
+    if post is not None:
+        if fit_on is not None:
+            post.fit(fit_on)
+        a, b = post.transform(a), post.transform(b)
+    return cosine_scores(a, b)
+
+
 def spearman(pred: np.ndarray, gold: np.ndarray) -> float:
     """Spearman's rank correlation × 100 (scipy), the number every STS table prints."""
     pred, gold = np.asarray(pred, dtype=np.float64), np.asarray(gold, dtype=np.float64)
     if pred.shape != gold.shape or pred.ndim != 1:
-        raise ValueError(f"pred and gold must be 1-D of equal length, got {pred.shape} and {gold.shape}")
+        raise ValueError(
+            f"pred and gold must be 1-D of equal length, got {pred.shape} and {gold.shape}"
+        )
     if len(pred) < 3 or not (np.isfinite(pred).all() and np.isfinite(gold).all()):
         raise ValueError("spearman needs at least 3 finite values on each side")
     return float(spearmanr(pred, gold).statistic) * 100.0
@@ -57,13 +74,17 @@ class STSResult:
     wmean: float
     all: float
     n_pairs: int
-    subsets: dict[str, tuple[int, float]] = field(default_factory=dict)  # name -> (n pairs, Spearman)
+    subsets: dict[str, tuple[int, float]] = field(
+        default_factory=dict
+    )  # name -> (n pairs, Spearman)
 
 
 def score_pairs(pairs: STSPairs, emb1: np.ndarray, emb2: np.ndarray) -> STSResult:
     """Score one dataset given the embeddings of its left and right sentences (cosine)."""
     if len(emb1) != len(pairs) or len(emb2) != len(pairs):
-        raise ValueError(f"{pairs.task}: {len(pairs)} pairs but {len(emb1)} / {len(emb2)} embeddings")
+        raise ValueError(
+            f"{pairs.task}: {len(pairs)} pairs but {len(emb1)} / {len(emb2)} embeddings"
+        )
     return score_similarities(pairs, cosine_scores(emb1, emb2))
 
 
@@ -71,7 +92,9 @@ def score_similarities(pairs: STSPairs, sims: np.ndarray) -> STSResult:
     """Score one dataset given any predicted similarity per pair: Spearman per subset, ``wmean``, ``all``."""
     sims = np.asarray(sims, dtype=np.float64)
     if sims.shape != (len(pairs),):
-        raise ValueError(f"{pairs.task}: {len(pairs)} pairs but similarities of shape {sims.shape}")
+        raise ValueError(
+            f"{pairs.task}: {len(pairs)} pairs but similarities of shape {sims.shape}"
+        )
     subsets = np.asarray(pairs.subsets)
     per_subset = {}
     for name in dict.fromkeys(pairs.subsets):  # first-seen order
@@ -91,12 +114,9 @@ def score_similarities(pairs: STSPairs, sims: np.ndarray) -> STSResult:
 def word_overlap(sent1: Sequence[str], sent2: Sequence[str]) -> np.ndarray:
     """The no-model baseline: Jaccard similarity |A ∩ B| / |A ∪ B| of the lower-cased word sets
     (words = runs of letters and digits; punctuation ignored). Two empty sentences score 0."""
-    def words(s: str) -> set[str]:
-        return set(re.findall(r"[^\W_]+", s.lower()))
-
     out = np.zeros(len(sent1))
     for i, (a, b) in enumerate(zip(sent1, sent2, strict=True)):
-        A, B = words(a), words(b)
+        A, B = word_set(a), word_set(b)
         out[i] = len(A & B) / len(A | B) if A | B else 0.0
     return out
 
@@ -110,13 +130,17 @@ class Embedded:
 
     def __post_init__(self) -> None:
         if len(self.sentences) != len(self.vectors):
-            raise ValueError(f"{len(self.sentences)} sentences but {len(self.vectors)} vectors")
+            raise ValueError(
+                f"{len(self.sentences)} sentences but {len(self.vectors)} vectors"
+            )
         self.index = {s: i for i, s in enumerate(self.sentences)}
 
     def __call__(self, sentences: Sequence[str]) -> np.ndarray:
         missing = [s for s in sentences if s not in self.index]
         if missing:
-            raise KeyError(f"{len(missing)} sentence(s) were not encoded, e.g. {missing[0]!r}")
+            raise KeyError(
+                f"{len(missing)} sentence(s) were not encoded, e.g. {missing[0]!r}"
+            )
         return self.vectors[[self.index[s] for s in sentences]]
 
 
@@ -127,12 +151,18 @@ def evaluate_embedder(embed: Embedder, pairs: STSPairs) -> STSResult:
     return score_pairs(pairs, emb(pairs.sent1), emb(pairs.sent2))
 
 
-def evaluate(embed: Embedder, tasks: Iterable[str] = TASKS, root=None) -> list[STSResult]:
+def evaluate(
+    embed: Embedder, tasks: Iterable[str] = TASKS, root=None
+) -> list[STSResult]:
     """Evaluate ``embed`` (a function: list of sentences → ``(n, d)`` array) on the test split of each task."""
-    return [evaluate_embedder(embed, load_sts(task, "test", root=root)) for task in tasks]
+    return [
+        evaluate_embedder(embed, load_sts(task, "test", root=root)) for task in tasks
+    ]
 
 
-def results_table(results: Sequence[STSResult], aggregation: str = "wmean", name: str = "ours") -> pd.DataFrame:
+def results_table(
+    results: Sequence[STSResult], aggregation: str = "wmean", name: str = "ours"
+) -> pd.DataFrame:
     """One row (``name``) × one column per task, plus their average: the shape of the papers' tables."""
     if aggregation not in ("wmean", "all"):
         raise ValueError("aggregation must be 'wmean' or 'all'")

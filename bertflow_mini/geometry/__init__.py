@@ -2,12 +2,14 @@
 
 ``isotropy``        how anisotropic is a cloud of vectors? (normalised I(W), IsoScore, mean cosine)
 ``frequency``       word frequency vs norm and neighbourhood density (the paper's Table 1)
+``corpus_counts``   how often each token occurred in a model's pretraining corpus (exact or estimated)
 ``degeneration``    representation degeneration (Gao et al. 2019): hull, unseen tokens, bias
+``rare_tokens``     a rare token's optimum and the lower bound on its norm (their Theorem 3)
 ``token_geometry``  a checkpoint's output layer: a cone? where are the unseen tokens?
 ``contextual``      contextual token vectors, layer by layer
 ``bases``           cosine in a basis that is not orthonormal
 ``holes``           are mixtures of sentence vectors in emptier places than real ones?
-``neighbours``      does a post-processor keep each sentence's nearest neighbours?
+``neighbours``      exact k-NN; does a post-processor keep each sentence's nearest neighbours?
 ``similarity``      another similarity instead of another space (Mahalanobis cosine, BERTScore)
 ``alignment``       alignment and uniformity (Wang & Isola 2020)
 

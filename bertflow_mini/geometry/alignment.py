@@ -14,6 +14,7 @@ score above 4 (of 5), the data all STS-B sentences. :func:`stsb_alignment_unifor
 split (the test split by default; which split they used is our reading), :func:`method_geometry` for
 every method of the book's STS table.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,11 +34,15 @@ def alignment(a: np.ndarray, b: np.ndarray, alpha: float = 2.0) -> float:
     """Mean ``‖u_i − v_i‖^α`` over the rows of ``a`` and ``b`` (normalised first): the positive pairs."""
     u, v = _normalise(a, "a"), _normalise(b, "b")
     if u.shape != v.shape:
-        raise ValueError(f"a and b must have the same shape, got {u.shape} and {v.shape}")
+        raise ValueError(
+            f"a and b must have the same shape, got {u.shape} and {v.shape}"
+        )
     return float((np.linalg.norm(u - v, axis=1) ** alpha).mean())
 
 
-def uniformity(x: np.ndarray, t: float = 2.0, max_rows: int | None = 5000, seed: int = 0) -> float:
+def uniformity(
+    x: np.ndarray, t: float = 2.0, max_rows: int | None = 5000, seed: int = 0
+) -> float:
     """``log`` of the mean of ``exp(−t ‖u_i − u_j‖²)`` over all pairs i < j of normalised rows.
 
     Above ``max_rows`` rows a fixed random subset of that size is used (the mean over pairs of a
@@ -47,15 +52,21 @@ def uniformity(x: np.ndarray, t: float = 2.0, max_rows: int | None = 5000, seed:
     if len(u) < 2:
         raise ValueError("uniformity needs at least 2 rows")
     if max_rows is not None and len(u) > max_rows:
-        u = u[np.sort(np.random.default_rng(seed).choice(len(u), max_rows, replace=False))]
-    sq = np.clip(2.0 - 2.0 * (u @ u.T), 0.0, None)  # ‖u − v‖² = 2 − 2 u·v on the unit sphere
+        u = u[
+            np.sort(np.random.default_rng(seed).choice(len(u), max_rows, replace=False))
+        ]
+    sq = np.clip(
+        2.0 - 2.0 * (u @ u.T), 0.0, None
+    )  # ‖u − v‖² = 2 − 2 u·v on the unit sphere
     pairs = sq[np.triu_indices(len(u), k=1)]
     from scipy.special import logsumexp
 
     return float(logsumexp(-t * pairs) - np.log(len(pairs)))
 
 
-def stsb_alignment_uniformity(embed, threshold: float = 4.0, split: str = "test") -> dict[str, float]:
+def stsb_alignment_uniformity(
+    embed, threshold: float = 4.0, split: str = "test"
+) -> dict[str, float]:
     """Gao et al.'s measurement: alignment over STS-B ``split`` pairs scored ≥ ``threshold``,
     uniformity over all that split's sentences; ``embed`` maps a list of sentences to ``(n, d)``."""
     from bertflow_mini.data import load_sts
@@ -64,11 +75,15 @@ def stsb_alignment_uniformity(embed, threshold: float = 4.0, split: str = "test"
     keep = pairs.scores >= threshold
     first = [s for s, k in zip(pairs.sent1, keep) if k]
     second = [s for s, k in zip(pairs.sent2, keep) if k]
-    return {"alignment": alignment(embed(first), embed(second)),
-            "uniformity": uniformity(embed(pairs.sentences()))}
+    return {
+        "alignment": alignment(embed(first), embed(second)),
+        "uniformity": uniformity(embed(pairs.sentences())),
+    }
 
 
-def method_geometry(evaluation, methods, pooling="first-last-avg", threshold: float = 4.0, seed: int = 0):
+def method_geometry(
+    evaluation, methods, pooling="first-last-avg", threshold: float = 4.0, seed: int = 0
+):
     """One row per method of :mod:`bertflow_mini.evaluation.reproduce` (``simcse`` variants included): alignment,
     uniformity and IsoScore of STS-B test sentences. ``evaluation`` is the encoder's
     :class:`bertflow_mini.evaluation.reproduce.Evaluation`: each post-processor is the one its STS table uses
@@ -77,8 +92,8 @@ def method_geometry(evaluation, methods, pooling="first-last-avg", threshold: fl
     import pandas as pd
 
     from bertflow_mini.data import load_sts
+    from bertflow_mini.evaluation.methods import split_method
     from bertflow_mini.geometry.isotropy import iso_score
-    from bertflow_mini.encoders.simcse import split_method
 
     pairs = load_sts("STSB", "test")
     keep = pairs.scores >= threshold
@@ -92,5 +107,9 @@ def method_geometry(evaluation, methods, pooling="first-last-avg", threshold: fl
         a = f(emb([s for s, k in zip(pairs.sent1, keep) if k]))
         b = f(emb([s for s, k in zip(pairs.sent2, keep) if k]))
         every = f(emb(pairs.sentences()))
-        rows[method] = {"alignment": alignment(a, b), "uniformity": uniformity(every), "IsoScore": iso_score(every)}
+        rows[method] = {
+            "alignment": alignment(a, b),
+            "uniformity": uniformity(every),
+            "IsoScore": iso_score(every),
+        }
     return pd.DataFrame(rows).T

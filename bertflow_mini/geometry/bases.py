@@ -8,6 +8,7 @@ G = I. Reading order: the true cosine from coordinates (:func:`gram_cosine`), th
 (:func:`interpolate_basis`) that the chapter's animation follows. Last, what a change of basis does
 to a sentence's nearest neighbours (:func:`cosine_neighbours`, :func:`neighbour_overlap`).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -22,7 +23,9 @@ from bertflow_mini._checks import check_matrix
 def _vector(a: np.ndarray, name: str, d: int | None = None) -> np.ndarray:
     a = np.asarray(a, dtype=np.float64)
     if a.ndim != 1 or (d is not None and len(a) != d) or not np.isfinite(a).all():
-        raise ValueError(f"{name} must be a finite 1-D vector of length {d}, got shape {a.shape}")
+        raise ValueError(
+            f"{name} must be a finite 1-D vector of length {d}, got shape {a.shape}"
+        )
     return a
 
 
@@ -33,9 +36,15 @@ def gram_cosine(a: np.ndarray, b: np.ndarray, G: np.ndarray | None = None) -> fl
     """
     a = _vector(a, "a")
     b = _vector(b, "b", len(a))
-    G = np.eye(len(a)) if G is None else check_matrix(G, "G", dim=len(a), min_rows=len(a))
+    G = (
+        np.eye(len(a))
+        if G is None
+        else check_matrix(G, "G", dim=len(a), min_rows=len(a))
+    )
     if G.shape[0] != len(a) or not np.allclose(G, G.T):
-        raise ValueError(f"G must be a symmetric {len(a)} x {len(a)} matrix, got shape {G.shape}")
+        raise ValueError(
+            f"G must be a symmetric {len(a)} x {len(a)} matrix, got shape {G.shape}"
+        )
     aa, bb = a @ G @ a, b @ G @ b
     if aa <= 0 or bb <= 0:
         raise ValueError("a and b must be non-zero (and G positive definite)")
@@ -50,7 +59,11 @@ def skewed_example() -> tuple[np.ndarray, dict[str, np.ndarray]]:
     *as coordinates*; in the space, x1 ⟂ x2 and x2 ⟂ x3 hold, but x1 and x3 are 29° apart.
     """
     B = np.array([[1.0, 0.0, 1.0], [0.0, 2.0, 1.0], [0.0, 0.0, 1.0]])
-    x = {"x1": np.array([1.0, 1.0, 0.0]), "x2": np.array([1.0, -1.0, 1.0]), "x3": np.array([-1.0, 1.0, 2.0])}
+    x = {
+        "x1": np.array([1.0, 1.0, 0.0]),
+        "x2": np.array([1.0, -1.0, 1.0]),
+        "x3": np.array([-1.0, 1.0, 2.0]),
+    }
     return B, x
 
 
@@ -83,7 +96,9 @@ def interpolate_basis(B: np.ndarray, s: float) -> np.ndarray:
     return M
 
 
-def cosines_along_path(B: np.ndarray, points: dict[str, np.ndarray], s_values) -> pd.DataFrame:
+def cosines_along_path(
+    B: np.ndarray, points: dict[str, np.ndarray], s_values
+) -> pd.DataFrame:
     """True cosine of every pair of ``points`` (coordinates) in the basis
     :func:`interpolate_basis` ``(B, s)``, one row per ``s``: the static version of the animation.
     Coordinate cosine never changes along the path (the coordinates do not)."""
@@ -92,17 +107,26 @@ def cosines_along_path(B: np.ndarray, points: dict[str, np.ndarray], s_values) -
     for s in s_values:
         M = interpolate_basis(B, float(s))
         G = M.T @ M
-        rows[float(s)] = {f"{p}, {q}": gram_cosine(points[p], points[q], G) for p, q in pairs}
+        rows[float(s)] = {
+            f"{p}, {q}": gram_cosine(points[p], points[q], G) for p, q in pairs
+        }
     return pd.DataFrame(rows).T.rename_axis("s")
 
 
 # ----------------------------------------------------------------------------- neighbours
-def cosine_neighbours(vectors: np.ndarray, queries: np.ndarray, k: int = 10) -> np.ndarray:
+def cosine_neighbours(
+    vectors: np.ndarray, queries: np.ndarray, k: int = 10
+) -> np.ndarray:
     """Indices of the ``k`` rows of ``vectors`` with the highest cosine to each row ``queries[i]``
     of ``vectors`` (the query itself excluded), best first; ties broken by lower index."""
     X = check_matrix(vectors, "vectors", min_rows=2).astype(np.float64)
     queries = np.asarray(queries, dtype=np.int64)
-    if queries.ndim != 1 or len(queries) == 0 or queries.min() < 0 or queries.max() >= len(X):
+    if (
+        queries.ndim != 1
+        or len(queries) == 0
+        or queries.min() < 0
+        or queries.max() >= len(X)
+    ):
         raise ValueError(f"queries must be row indices in [0, {len(X)})")
     if not 1 <= k < len(X):
         raise ValueError(f"k must be between 1 and {len(X) - 1}, got {k}")
@@ -117,5 +141,9 @@ def neighbour_overlap(before: np.ndarray, after: np.ndarray) -> float:
     """Mean share of each row's neighbours in ``before`` that are still among its ``after`` ones."""
     before, after = np.asarray(before), np.asarray(after)
     if before.shape != after.shape or before.ndim != 2:
-        raise ValueError(f"before and after must be (n, k) arrays of one shape, got {before.shape}, {after.shape}")
-    return float(np.mean([len(set(a) & set(b)) / before.shape[1] for a, b in zip(before, after)]))
+        raise ValueError(
+            f"before and after must be (n, k) arrays of one shape, got {before.shape}, {after.shape}"
+        )
+    return float(
+        np.mean([len(set(a) & set(b)) / before.shape[1] for a, b in zip(before, after)])
+    )

@@ -22,9 +22,11 @@ Pieces, in the order of Chapter 4 (``book/04-representation-degeneration.ipynb``
     (:func:`layernorm_separator`);
 (c) Gao et al.'s remedy, a penalty on the mean pairwise cosine (:func:`cosine_regularizer`), and a
     Zipf-distributed softmax toy to try it on in seconds (:func:`train_zipf_softmax`).
+(d) a rare token, the target at a small share of the contexts, is :mod:`.rare_tokens`.
 
 The measurements on the book's pretrained checkpoints live in :mod:`bertflow_mini.geometry.token_geometry`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,7 +56,9 @@ def origin_in_convex_hull(H: np.ndarray) -> bool:
     n, d = H.shape
     A_eq = np.vstack([H.T, np.ones((1, n))])
     b_eq = np.concatenate([np.zeros(d), [1.0]])
-    res = scipy.optimize.linprog(np.zeros(n), A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    res = scipy.optimize.linprog(
+        np.zeros(n), A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs"
+    )
     if res.status == 0:
         return True
     if res.status == 2:
@@ -75,7 +79,9 @@ def min_norm_point(H: np.ndarray) -> np.ndarray:
     b = np.concatenate([np.zeros(H.shape[1]), [w]])
     lam, _ = scipy.optimize.nnls(A, b, maxiter=50 * A.shape[1])
     if lam.sum() <= 0:
-        raise RuntimeError("min-norm point: the non-negative least-squares solve returned λ = 0")
+        raise RuntimeError(
+            "min-norm point: the non-negative least-squares solve returned λ = 0"
+        )
     return H.T @ (lam / lam.sum())
 
 
@@ -90,11 +96,15 @@ def optimal_direction(H: np.ndarray) -> np.ndarray:
     p = min_norm_point(H)
     norm = np.linalg.norm(p)
     if norm < 1e-8 * max(1.0, np.abs(H).max()):
-        raise ValueError("the origin is inside the convex hull of H: no direction has u·h < 0 for all h")
+        raise ValueError(
+            "the origin is inside the convex hull of H: no direction has u·h < 0 for all h"
+        )
     return -p / norm
 
 
-def make_hidden_states(n: int, d: int, origin_inside: bool, seed: int = 0, margin: float = 0.5) -> np.ndarray:
+def make_hidden_states(
+    n: int, d: int, origin_inside: bool, seed: int = 0, margin: float = 0.5
+) -> np.ndarray:
     """``n`` hidden states in ``d`` dimensions, with the origin inside their convex hull or not.
 
     Outside: Gaussian points whose component along a random unit ``u`` is replaced by ``−(|z| + margin)``,
@@ -111,12 +121,16 @@ def make_hidden_states(n: int, d: int, origin_inside: bool, seed: int = 0, margi
         z = g @ u
         return g - np.outer(z + np.abs(z) + margin, u)
     if n <= d:
-        raise ValueError(f"the origin can be inside the hull of n points in d dims only if n > d (n={n}, d={d})")
+        raise ValueError(
+            f"the origin can be inside the hull of n points in d dims only if n > d (n={n}, d={d})"
+        )
     for _ in range(100):
         H = rng.normal(size=(n, d))
         if origin_in_convex_hull(H):
             return H
-    raise RuntimeError(f"could not draw {n} points around the origin in {d} dims; use more points")
+    raise RuntimeError(
+        f"could not draw {n} points around the origin in {d} dims; use more points"
+    )
 
 
 @dataclass
@@ -127,10 +141,16 @@ class UnseenTokenRun:
     """
 
     norms: np.ndarray  # ‖w_t‖ (the embedding only, never the bias)
-    loss: np.ndarray  # mean_i log(1 + exp(w_tᵀh_i + b_t − c_i)): the part of the loss that moves
-    cos_to_optimal: np.ndarray  # cosine with the max-margin direction; NaN when there is none
+    loss: (
+        np.ndarray
+    )  # mean_i log(1 + exp(w_tᵀh_i + b_t − c_i)): the part of the loss that moves
+    cos_to_optimal: (
+        np.ndarray
+    )  # cosine with the max-margin direction; NaN when there is none
     w: np.ndarray  # final embedding
-    u: np.ndarray | None  # max-margin direction of the parameter (length d, or d + 1 with a bias)
+    u: (
+        np.ndarray | None
+    )  # max-margin direction of the parameter (length d, or d + 1 with a bias)
     biases: np.ndarray | None = None  # b_t, when the token has a bias
 
 
@@ -179,8 +199,11 @@ def unseen_token_dynamics(
     u = None if origin_in_convex_hull(X) else optimal_direction(X)
     d = H.shape[1]
     return UnseenTokenRun(
-        norms=np.linalg.norm(ws[:, :d], axis=1), loss=loss,
-        cos_to_optimal=np.full(steps + 1, np.nan) if u is None else unit @ u, w=w[:d], u=u,
+        norms=np.linalg.norm(ws[:, :d], axis=1),
+        loss=loss,
+        cos_to_optimal=np.full(steps + 1, np.nan) if u is None else unit @ u,
+        w=w[:d],
+        u=u,
         biases=ws[:, d].copy() if bias else None,
     )
 
@@ -188,7 +211,9 @@ def unseen_token_dynamics(
 # ============================================================================ (b) LayerNorm's hyperplane
 
 
-def layernorm_separator(gain: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, float]:
+def layernorm_separator(
+    gain: np.ndarray, shift: np.ndarray
+) -> tuple[np.ndarray, float]:
     """A unit ``u`` and a margin ``m ≥ 0`` with ``uᵀh = −m`` for *every* output ``h`` of a LayerNorm.
 
     ``LN(a) = g ⊙ z + β`` with ``1ᵀz = 0`` for every input, so with ``v = 1 ⊘ g`` every output has
@@ -199,7 +224,9 @@ def layernorm_separator(gain: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray
     g = np.asarray(gain, dtype=np.float64)
     beta = np.asarray(shift, dtype=np.float64)
     if g.ndim != 1 or g.shape != beta.shape:
-        raise ValueError(f"gain {g.shape} and shift {beta.shape} must be 1-D of equal length")
+        raise ValueError(
+            f"gain {g.shape} and shift {beta.shape} must be 1-D of equal length"
+        )
     if not (np.isfinite(g).all() and np.isfinite(beta).all()) or (g == 0).any():
         raise ValueError("gain and shift must be finite, and no gain may be 0")
     v = 1.0 / g
@@ -235,11 +262,11 @@ def cosine_regularizer(E: torch.Tensor) -> torch.Tensor:
 class ZipfRun:
     """A trained softmax toy: token embeddings, how often each token was a target, and the loss curve."""
 
-    W: np.ndarray            # (vocab_size, dim) token embeddings
-    H: np.ndarray            # (n_contexts, dim) context vectors
-    counts: np.ndarray       # times each token occurred as a target in the training corpus
-    zipf_p: np.ndarray       # the Zipf marginal the corpus was drawn from
-    history: pd.DataFrame    # step, loss (cross-entropy, nats), mean_cosine of W
+    W: np.ndarray  # (vocab_size, dim) token embeddings
+    H: np.ndarray  # (n_contexts, dim) context vectors
+    counts: np.ndarray  # times each token occurred as a target in the training corpus
+    zipf_p: np.ndarray  # the Zipf marginal the corpus was drawn from
+    history: pd.DataFrame  # step, loss (cross-entropy, nats), mean_cosine of W
 
 
 def train_zipf_softmax(
@@ -270,13 +297,15 @@ def train_zipf_softmax(
     during training (``None`` keeps torch's setting).
 
     What to look at afterwards: against frequency (``counts``), the norm of each row of ``W``, its
-    k-NN distance (:func:`bertflow_mini.geometry.frequency.knn`) and its projection on the mean context vector
+    k-NN distance (:func:`bertflow_mini.geometry.neighbours.knn`) and its projection on the mean context vector
     ``mean(H)``: rare tokens end up far out, sparse, and on the side facing away from the contexts.
     """
     if min(vocab_size, dim, n_contexts, steps, n_samples, rank) < 1:
-        raise ValueError("vocab_size, dim, n_contexts, steps, n_samples and rank must be positive")
+        raise ValueError(
+            "vocab_size, dim, n_contexts, steps, n_samples and rank must be positive"
+        )
     rng = np.random.default_rng(seed)
-    zipf_p = (np.arange(1, vocab_size + 1) ** -float(zipf_s))
+    zipf_p = np.arange(1, vocab_size + 1) ** -float(zipf_s)
     zipf_p /= zipf_p.sum()
     A = rng.normal(size=(n_contexts, rank)) / np.sqrt(rank)
     B = rng.normal(size=(vocab_size, rank))
@@ -287,8 +316,12 @@ def train_zipf_softmax(
 
     with torch_threads(threads):
         gen = torch.Generator().manual_seed(seed)
-        Hp = torch.nn.Parameter(torch.randn(n_contexts, dim, generator=gen) / np.sqrt(dim))
-        Wp = torch.nn.Parameter(torch.randn(vocab_size, dim, generator=gen) / np.sqrt(dim))
+        Hp = torch.nn.Parameter(
+            torch.randn(n_contexts, dim, generator=gen) / np.sqrt(dim)
+        )
+        Wp = torch.nn.Parameter(
+            torch.randn(vocab_size, dim, generator=gen) / np.sqrt(dim)
+        )
         N = torch.as_tensor(counts_cx, dtype=torch.float32)
         opt = torch.optim.Adam([Hp, Wp], lr=lr)
         rows = []
@@ -296,11 +329,18 @@ def train_zipf_softmax(
             ce = -(N * torch.log_softmax(Hp @ Wp.T, dim=1)).sum() / N.sum()
             reg = cosine_regularizer(Wp)
             if step % track_every == 0 or step == steps:
-                rows.append({"step": step, "loss": ce.item(), "mean_cosine": reg.item()})
+                rows.append(
+                    {"step": step, "loss": ce.item(), "mean_cosine": reg.item()}
+                )
             if step == steps:
                 break
             opt.zero_grad()
             (ce + cosine_reg * reg).backward()
             opt.step()
-    return ZipfRun(W=Wp.detach().numpy().copy(), H=Hp.detach().numpy().copy(), counts=counts_cx.sum(axis=0),
-                   zipf_p=zipf_p, history=pd.DataFrame(rows))
+    return ZipfRun(
+        W=Wp.detach().numpy().copy(),
+        H=Hp.detach().numpy().copy(),
+        counts=counts_cx.sum(axis=0),
+        zipf_p=zipf_p,
+        history=pd.DataFrame(rows),
+    )

@@ -6,23 +6,23 @@ neighbours. Frequent words sit close to the origin in a dense crowd; rare words 
 That is the anisotropy the book's later chapters try to undo.
 
 Reading order: which tokens count as words (:func:`whole_word_vocab`), how frequent each one is
-(:func:`frequency_ranks`), exact nearest neighbours without a Python loop over rows (:func:`knn`),
-and the table itself (:func:`frequency_table`, to compare with :func:`published_table1`).
+(:func:`frequency_ranks`), exact nearest neighbours (:func:`bertflow_mini.geometry.neighbours.knn`),
+and the table itself (:func:`frequency_table`, to compare with :func:`published_table1`). How often
+each token occurred in a model's corpus is :mod:`bertflow_mini.geometry.corpus_counts`.
 """
+
 from __future__ import annotations
 
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import scipy.stats
-import torch
 
 from bertflow_mini._checks import check_matrix
-from bertflow_mini.encoders.checkpoints import checkpoint_token_counts
+from bertflow_mini.geometry.neighbours import knn
 
 # ----------------------------------------------------------------------------- which tokens are words
 
@@ -64,7 +64,9 @@ def exclusion_counts(vocab: Sequence[str]) -> dict[str, int]:
     counts = {name: 0 for name in EXCLUSION_RULES}
     kept = 0
     for token in vocab:
-        rule = next((name for name, fires in EXCLUSION_RULES.items() if fires(token)), None)
+        rule = next(
+            (name for name, fires in EXCLUSION_RULES.items() if fires(token)), None
+        )
         if rule is None:
             kept += 1
         else:
@@ -75,10 +77,15 @@ def exclusion_counts(vocab: Sequence[str]) -> dict[str, int]:
 
 def whole_word_vocab(vocab: Sequence[str]) -> list[int]:
     """Indices of the whole-word tokens of ``vocab``: no special token, ``##`` piece, punctuation or number."""
-    return [i for i, token in enumerate(vocab) if not any(fires(token) for fires in EXCLUSION_RULES.values())]
+    return [
+        i
+        for i, token in enumerate(vocab)
+        if not any(fires(token) for fires in EXCLUSION_RULES.values())
+    ]
 
 
 # ----------------------------------------------------------------------------- how frequent each word is
+
 
 def word_frequencies(words: Sequence[str], lang: str = "en") -> np.ndarray:
     """Frequency of each word per ``wordfreq.word_frequency`` (0 for words wordfreq does not know)."""
@@ -110,19 +117,28 @@ def frequency_ranks(words: Sequence[str], lang: str = "en") -> np.ndarray:
 
 
 # The paper prints the last bucket as "[5K,1K)": a typo for [5K, ∞), i.e. every word from rank 5000 on.
-RANK_BUCKETS: tuple[tuple[int, int | None], ...] = ((0, 100), (100, 500), (500, 5000), (5000, None))
+RANK_BUCKETS: tuple[tuple[int, int | None], ...] = (
+    (0, 100),
+    (100, 500),
+    (500, 5000),
+    (5000, None),
+)
 
 
 def _short(n: int) -> str:
     return f"{n // 1000}K" if n >= 1000 and n % 1000 == 0 else str(n)
 
 
-def bucket_labels(buckets: Sequence[tuple[int, int | None]] = RANK_BUCKETS) -> list[str]:
+def bucket_labels(
+    buckets: Sequence[tuple[int, int | None]] = RANK_BUCKETS,
+) -> list[str]:
     """Column labels such as ``"[0,100)"`` and ``"[5K,…)"``."""
     return [f"[{_short(lo)},{'…' if hi is None else _short(hi)})" for lo, hi in buckets]
 
 
-def assign_buckets(ranks: np.ndarray, buckets: Sequence[tuple[int, int | None]] = RANK_BUCKETS) -> np.ndarray:
+def assign_buckets(
+    ranks: np.ndarray, buckets: Sequence[tuple[int, int | None]] = RANK_BUCKETS
+) -> np.ndarray:
     """Bucket index of every rank, ``-1`` for a rank that no bucket covers."""
     ranks = np.asarray(ranks)
     out = np.full(ranks.shape, -1, dtype=np.int64)
@@ -132,62 +148,16 @@ def assign_buckets(ranks: np.ndarray, buckets: Sequence[tuple[int, int | None]] 
     return out
 
 
-# ----------------------------------------------------------------------------- exact nearest neighbours
-
-class Neighbours(NamedTuple):
-    """The ``k_max`` nearest neighbours of every row, nearest first (all arrays are ``(n, k_max)``)."""
-
-    dist: np.ndarray  # ℓ2 distance to each neighbour
-    idx: np.ndarray   # row index of each neighbour (never the row itself)
-    dot: np.ndarray   # dot product with each neighbour
-
-
-def knn(E: np.ndarray, k_max: int, chunk: int = 2048) -> Neighbours:
-    """Exact ℓ2 k-nearest neighbours of every row of ``E`` among the other rows.
-
-    ``‖a − b‖² = ‖a‖² + ‖b‖² − 2a·b``, so one matrix product per chunk of ``chunk`` rows gives the squared
-    distances from those rows to all rows (clamped at 0 against rounding), with no Python loop over rows;
-    ``torch.topk`` then picks the ``k_max`` smallest per row (much faster than a full sort). The dot
-    products with the chosen neighbours are returned too.
-
-    Neighbours are always chosen by ℓ2 distance; the dot products are those with the ℓ2-nearest
-    neighbours (our reading of Table 1 of Li et al., which reports both statistics "with k nearest
-    neighbours"). A row is never its own neighbour; identical duplicate rows are neighbours at distance 0.
-    Memory is about ``chunk × n`` numbers; the arithmetic is in ``E``'s float precision.
-    """
-    E = check_matrix(E, "E", min_rows=2)
-    n = E.shape[0]
-    if not 1 <= k_max <= n - 1:
-        raise ValueError(f"k_max must be between 1 and n-1 = {n - 1}, got {k_max}")
-    if chunk < 1:
-        raise ValueError(f"chunk must be positive, got {chunk}")
-    X = torch.from_numpy(np.ascontiguousarray(E))          # torch for the heavy lifting: fast matmul and top-k
-    sq = (X * X).sum(dim=1)
-    # One product gives s[i, j] = ‖b_j‖² − 2 a_i·b_j: the squared distance minus ‖a_i‖², which is constant
-    # along row i and so does not change which j are nearest. Appending a column does the trick:
-    # [−2a, 1] · [b, ‖b‖²] = ‖b‖² − 2a·b.
-    A = torch.cat([-2.0 * X, torch.ones(n, 1, dtype=X.dtype)], dim=1)
-    B = torch.cat([X, sq[:, None]], dim=1)
-    dist = torch.empty((n, k_max), dtype=X.dtype)
-    idx = torch.empty((n, k_max), dtype=torch.int64)
-    dot = torch.empty((n, k_max), dtype=X.dtype)
-    for start in range(0, n, chunk):
-        rows = slice(start, min(start + chunk, n))
-        s = A[rows] @ B.T                                      # (c, n): the only big array
-        own = torch.arange(rows.stop - rows.start)
-        s[own, own + start] = torch.inf                        # a row is not its own neighbour
-        s_near, near = torch.topk(s, k_max, dim=1, largest=False, sorted=True)
-        dist[rows] = (s_near + sq[rows, None]).clamp_(min=0.0).sqrt()
-        idx[rows] = near
-        dot[rows] = torch.einsum("cd,ckd->ck", X[rows], X[near])   # exact dot products, k per row
-    return Neighbours(dist.numpy(), idx.numpy(), dot.numpy())
-
-
 # ----------------------------------------------------------------------------- the table
 
+
 def _row_names(ks: Sequence[int]) -> list[str]:
-    return (["mean ℓ2 norm"] + [f"k-NN ℓ2 distance, k={k}" for k in ks]
-            + [f"k-NN dot product, k={k}" for k in ks] + ["words"])
+    return (
+        ["mean ℓ2 norm"]
+        + [f"k-NN ℓ2 distance, k={k}" for k in ks]
+        + [f"k-NN dot product, k={k}" for k in ks]
+        + ["words"]
+    )
 
 
 def frequency_table(
@@ -215,7 +185,9 @@ def frequency_table(
         raise ValueError(f"ks must be positive integers, got {ks}")
     keep, freqs = known_word_rows(E, words, frequencies, unknown)
     if len(keep) <= max(ks):
-        raise ValueError(f"only {len(keep)} whole words, need more than max(ks) = {max(ks)}")
+        raise ValueError(
+            f"only {len(keep)} whole words, need more than max(ks) = {max(ks)}"
+        )
     X = E[keep]
     which = assign_buckets(ranks_from_frequencies(freqs), buckets)
 
@@ -233,21 +205,26 @@ def frequency_table(
 
 # Table 1 of Li et al. (2020), bert-base, Wikipedia counts; the paper does not give the bucket sizes.
 _PUBLISHED_TABLE1 = {
-    "[0,100)":   [0.95, 0.77, 0.83, 0.87, 0.73, 0.73, 0.72],
+    "[0,100)": [0.95, 0.77, 0.83, 0.87, 0.73, 0.73, 0.72],
     "[100,500)": [1.04, 0.93, 0.99, 1.04, 0.92, 0.91, 0.90],
-    "[500,5K)":  [1.22, 1.16, 1.22, 1.26, 1.20, 1.19, 1.17],
-    "[5K,…)":    [1.45, 1.30, 1.34, 1.37, 1.63, 1.61, 1.60],
+    "[500,5K)": [1.22, 1.16, 1.22, 1.26, 1.20, 1.19, 1.17],
+    "[5K,…)": [1.45, 1.30, 1.34, 1.37, 1.63, 1.61, 1.60],
 }
 
 
 def published_table1() -> pd.DataFrame:
     """The paper's bert-base numbers, shaped like :func:`frequency_table` (``words`` is NaN: not reported)."""
-    return pd.DataFrame({label: vals + [np.nan] for label, vals in _PUBLISHED_TABLE1.items()},
-                        index=_row_names((3, 5, 7)))
+    return pd.DataFrame(
+        {label: vals + [np.nan] for label, vals in _PUBLISHED_TABLE1.items()},
+        index=_row_names((3, 5, 7)),
+    )
 
 
 def known_word_rows(
-    E: np.ndarray, words: Sequence[str], frequencies: Sequence[float] | None = None, unknown: str = "last"
+    E: np.ndarray,
+    words: Sequence[str],
+    frequencies: Sequence[float] | None = None,
+    unknown: str = "last",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Row indices of the whole words of ``E`` and their frequencies (wordfreq's unless given).
 
@@ -264,7 +241,9 @@ def known_word_rows(
         freqs = word_frequencies([words[i] for i in keep])
     else:
         if len(frequencies) != len(words):
-            raise ValueError(f"frequencies has {len(frequencies)} entries but words has {len(words)}")
+            raise ValueError(
+                f"frequencies has {len(frequencies)} entries but words has {len(words)}"
+            )
         freqs = np.asarray(frequencies, dtype=np.float64)[keep]
     if unknown == "drop":
         keep, freqs = keep[freqs > 0], freqs[freqs > 0]
@@ -272,7 +251,10 @@ def known_word_rows(
 
 
 def frequency_norm_correlation(
-    E: np.ndarray, words: Sequence[str], frequencies: Sequence[float] | None = None, unknown: str = "last"
+    E: np.ndarray,
+    words: Sequence[str],
+    frequencies: Sequence[float] | None = None,
+    unknown: str = "last",
 ):
     """Spearman correlation between word frequency and embedding norm over the whole-word rows.
 
@@ -287,7 +269,11 @@ def frequency_norm_correlation(
 
 def table1_comparison(
     tables: dict[str, pd.DataFrame],
-    rows: Sequence[str] = ("mean ℓ2 norm", "k-NN ℓ2 distance, k=5", "k-NN dot product, k=5"),
+    rows: Sequence[str] = (
+        "mean ℓ2 norm",
+        "k-NN ℓ2 distance, k=5",
+        "k-NN dot product, k=5",
+    ),
     paper: str = "paper: bert-base",
 ) -> pd.DataFrame:
     """Selected rows of several :func:`frequency_table` results, one line per (statistic, model), with
@@ -298,16 +284,28 @@ def table1_comparison(
     everything = {paper: published_table1(), **tables}
     missing = [r for r in rows if r not in everything[paper].index]
     if missing:
-        raise ValueError(f"unknown rows {missing}; choose from {list(everything[paper].index[:-1])}")
-    out = pd.concat({row: pd.DataFrame({m: t.loc[row] for m, t in everything.items()}).T for row in rows})
+        raise ValueError(
+            f"unknown rows {missing}; choose from {list(everything[paper].index[:-1])}"
+        )
+    out = pd.concat(
+        {
+            row: pd.DataFrame({m: t.loc[row] for m, t in everything.items()}).T
+            for row in rows
+        }
+    )
     out["rare / frequent"] = out.iloc[:, -1] / out.iloc[:, 0]
     return out
 
 
 def side_by_side(ours: pd.DataFrame, name: str) -> pd.DataFrame:
     """Our table beside the paper's bert-base Table 1: one (ours, paper) column pair per bucket, rounded."""
-    both = pd.concat({name: ours.drop(index="words"), "paper (bert-base)": published_table1().drop(index="words")},
-                     axis=1)
+    both = pd.concat(
+        {
+            name: ours.drop(index="words"),
+            "paper (bert-base)": published_table1().drop(index="words"),
+        },
+        axis=1,
+    )
     return both.swaplevel(axis=1)[list(ours.columns)].round(2)
 
 
@@ -327,7 +325,9 @@ def norm_by_corpus_count(
     """
     E, E_init = check_matrix(E, "E"), check_matrix(E_init, "E_init")
     if E.shape != E_init.shape or len(counts) != len(E):
-        raise ValueError(f"E {E.shape}, E_init {E_init.shape} and counts ({len(counts)}) must agree")
+        raise ValueError(
+            f"E {E.shape}, E_init {E_init.shape} and counts ({len(counts)}) must agree"
+        )
     rows = np.asarray(rows, dtype=np.int64)
     c = np.asarray(counts)[rows]
     D = (E - E_init)[rows].astype(np.float64)
@@ -338,32 +338,53 @@ def norm_by_corpus_count(
             continue
         u = D[m] / np.maximum(np.linalg.norm(D[m], axis=1, keepdims=True), 1e-30)
         total = u.sum(axis=0)
-        label = f"{lo}" if hi == lo + 1 else (f"≥ {lo}" if hi is None else f"{lo}–{hi - 1}")
+        label = (
+            f"{lo}" if hi == lo + 1 else (f"≥ {lo}" if hi is None else f"{lo}–{hi - 1}")
+        )
         out[label] = {
             "tokens": int(m.sum()),
             "norm before": float(np.linalg.norm(E_init[rows][m], axis=1).mean()),
             "norm after": float(np.linalg.norm(E[rows][m], axis=1).mean()),
             "displacement norm": float(np.linalg.norm(D[m], axis=1).mean()),
-            "displacements' mean cosine": float((total @ total - m.sum()) / (m.sum() * (m.sum() - 1))),
+            "displacements' mean cosine": float(
+                (total @ total - m.sum()) / (m.sum() * (m.sum() - 1))
+            ),
         }
     return pd.DataFrame(out).T.rename_axis("corpus count")
 
 
-#: Words in BERT's pretraining corpus: BooksCorpus (800 M) + English Wikipedia (2,500 M), Devlin et al. 2019.
-BERT_CORPUS_WORDS = 3_300_000_000
-
-
-def token_counts(model: str, vocab: Sequence[str], corpus_words: float = BERT_CORPUS_WORDS
-                 ) -> tuple[np.ndarray, str]:
-    """How often each token of ``vocab`` occurred in ``model``'s pretraining corpus, and what that
-    number is: the counts a checkpoint pretrained by this package carries (``scratch-bert``), else an
-    *estimate* for any other model — wordfreq's frequency × ``corpus_words``, rounded (0 for the
-    tokens wordfreq does not know, which then count as never seen)."""
-    try:
-        counts = checkpoint_token_counts(model)
-    except FileNotFoundError:
-        estimate = np.rint(word_frequencies(list(vocab)) * corpus_words)
-        return estimate, f"estimated: wordfreq frequency x {corpus_words:,.0f} words"
-    if len(counts) != len(vocab):
-        raise ValueError(f"{model}'s token counts cover {len(counts)} tokens, the vocabulary has {len(vocab)}")
-    return counts, f"{model}'s pretraining-corpus counts"
+def drift_along(
+    E: np.ndarray,
+    E_init: np.ndarray,
+    counts: np.ndarray,
+    rows: Sequence[int],
+    direction: np.ndarray,
+    edges: Sequence[int] = (0, 1, 5, 20, 100, 1000, 10_000),
+) -> pd.Series:
+    """Which way each corpus-count group of :func:`norm_by_corpus_count` moved: the cosine between
+    the group's mean displacement ``mean(E − E_init)`` and ``direction`` (e.g. the mean of the
+    vectors the MLM softmax reads, the way a target is pulled). Same groups and labels as
+    :func:`norm_by_corpus_count`; +1: the group moved along ``direction``, −1: against it."""
+    E, E_init = check_matrix(E, "E"), check_matrix(E_init, "E_init")
+    direction = np.asarray(direction, dtype=np.float64)
+    if E.shape != E_init.shape or len(counts) != len(E):
+        raise ValueError(
+            f"E {E.shape}, E_init {E_init.shape} and counts ({len(counts)}) must agree"
+        )
+    if direction.shape != (E.shape[1],) or not np.linalg.norm(direction) > 0:
+        raise ValueError(f"direction must be a non-zero vector of length {E.shape[1]}")
+    labels = norm_by_corpus_count(E, E_init, counts, rows, edges).index
+    rows = np.asarray(rows, dtype=np.int64)
+    c = np.asarray(counts)[rows]
+    D = (E - E_init)[rows].astype(np.float64)
+    unit = direction / np.linalg.norm(direction)
+    out = {}
+    for lo, hi in zip(edges, list(edges[1:]) + [None]):
+        m = (c >= lo) if hi is None else (c >= lo) & (c < hi)
+        if m.sum() < 2:
+            continue
+        mean = D[m].mean(axis=0)
+        out[len(out)] = float(mean @ unit / max(np.linalg.norm(mean), 1e-30))
+    return pd.Series(
+        out.values(), index=labels, name="cos(mean displacement, direction)"
+    )

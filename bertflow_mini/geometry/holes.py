@@ -5,7 +5,7 @@ that carry no meaning; that a mean-pooled sentence vector, a convex combination 
 can land in one; and that a standard Gaussian has no holes. None of this is measured in the paper.
 This module measures it on sentence embeddings:
 
-1. split the sentences into a *reference* set and a *query* set (:func:`split`);
+1. split the sentences into a *reference* set and a *query* set (:func:`query_reference_split`);
 2. form convex combinations of query embeddings — midpoints, or random mixtures with Dirichlet
    weights (:func:`mixture_plan`, :func:`mix`);
 3. for every real query vector and every mixture, the mean ℓ2 distance to its ``k`` nearest
@@ -17,6 +17,7 @@ mixtures sit in emptier neighbourhoods than real sentences do. It is scale-free,
 spaces (raw, whitened, the flow's latent) directly. A Gaussian with the data's mean and covariance
 (:func:`gaussian_twin`) has no holes by construction: its ratio is the yardstick.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -29,10 +30,14 @@ import torch
 from bertflow_mini._checks import check_matrix
 
 
-def split(n: int, reference: float = 0.5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def query_reference_split(
+    n: int, reference: float = 0.5, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """(query indices, reference indices): a random split of ``range(n)``, each part sorted."""
     if n < 4 or not 0 < reference < 1:
-        raise ValueError(f"need n >= 4 and 0 < reference < 1, got n={n}, reference={reference}")
+        raise ValueError(
+            f"need n >= 4 and 0 < reference < 1, got n={n}, reference={reference}"
+        )
     perm = np.random.default_rng(seed).permutation(n)
     cut = round(n * reference)
     return np.sort(perm[cut:]), np.sort(perm[:cut])
@@ -46,11 +51,15 @@ class MixturePlan:
     weights: np.ndarray
 
 
-def mixture_plan(n: int, m: int, parents: int = 2, kind: str = "midpoint", seed: int = 0) -> MixturePlan:
+def mixture_plan(
+    n: int, m: int, parents: int = 2, kind: str = "midpoint", seed: int = 0
+) -> MixturePlan:
     """``m`` convex combinations of ``parents`` distinct rows out of ``n``: equal weights
     (``"midpoint"``) or Dirichlet(1, …, 1) weights (``"random"``, uniform on the simplex)."""
     if not 2 <= parents <= n or m < 1:
-        raise ValueError(f"need 2 <= parents <= n and m >= 1, got parents={parents}, n={n}, m={m}")
+        raise ValueError(
+            f"need 2 <= parents <= n and m >= 1, got parents={parents}, n={n}, m={m}"
+        )
     rng = np.random.default_rng(seed)
     idx = np.stack([rng.choice(n, parents, replace=False) for _ in range(m)])
     if kind == "midpoint":
@@ -66,42 +75,65 @@ def mix(X: np.ndarray, plan: MixturePlan) -> np.ndarray:
     """The mixtures of ``plan`` built from the rows of ``X``: ``Σ_j w_ij X[parents_ij]``."""
     x = check_matrix(X, "X").astype(np.float64)
     if plan.parents.max() >= len(x):
-        raise ValueError(f"the plan uses row {plan.parents.max()} but X has {len(x)} rows")
+        raise ValueError(
+            f"the plan uses row {plan.parents.max()} but X has {len(x)} rows"
+        )
     return np.einsum("mp,mpd->md", plan.weights, x[plan.parents])
 
 
-def knn_distance(queries: np.ndarray, reference: np.ndarray, k: int = 10, chunk: int = 2048) -> np.ndarray:
+def knn_distance(
+    queries: np.ndarray, reference: np.ndarray, k: int = 10, chunk: int = 2048
+) -> np.ndarray:
     """Mean ℓ2 distance from each query row to its ``k`` nearest reference rows (exact, chunked)."""
     q = check_matrix(queries, "queries")
     r = check_matrix(reference, "reference", dim=q.shape[1])
     if not 1 <= k <= len(r):
-        raise ValueError(f"k must be between 1 and the {len(r)} reference rows, got {k}")
+        raise ValueError(
+            f"k must be between 1 and the {len(r)} reference rows, got {k}"
+        )
     R = torch.from_numpy(np.ascontiguousarray(r, dtype=np.float64))
     out = []
     for start in range(0, len(q), chunk):
-        Q = torch.from_numpy(np.ascontiguousarray(q[start : start + chunk], dtype=np.float64))
-        d = torch.cdist(Q, R)  # float64: the matrix-product form loses nothing that matters here
+        Q = torch.from_numpy(
+            np.ascontiguousarray(q[start : start + chunk], dtype=np.float64)
+        )
+        d = torch.cdist(
+            Q, R
+        )  # float64: the matrix-product form loses nothing that matters here
         out.append(torch.topk(d, k, dim=1, largest=False).values.mean(1).numpy())
     return np.concatenate(out)
 
 
-def hole_ratio(real: np.ndarray, mixed: np.ndarray, reference: np.ndarray, k: int = 10) -> float:
+def hole_ratio(
+    real: np.ndarray, mixed: np.ndarray, reference: np.ndarray, k: int = 10
+) -> float:
     """Median k-NN distance (to ``reference``) of the ``mixed`` rows over that of the ``real`` rows."""
-    return float(np.median(knn_distance(mixed, reference, k)) / np.median(knn_distance(real, reference, k)))
+    return float(
+        np.median(knn_distance(mixed, reference, k))
+        / np.median(knn_distance(real, reference, k))
+    )
 
 
 def gaussian_twin(X: np.ndarray, seed: int = 0) -> np.ndarray:
     """As many samples as ``X`` has rows from the Gaussian with ``X``'s mean and covariance."""
     x = check_matrix(X, "X", min_rows=2).astype(np.float64)
     rng = np.random.default_rng(seed)
-    return rng.multivariate_normal(x.mean(0), np.cov(x, rowvar=False), size=len(x), method="eigh")
+    return rng.multivariate_normal(
+        x.mean(0), np.cov(x, rowvar=False), size=len(x), method="eigh"
+    )
 
 
 Transform = Callable[[np.ndarray], np.ndarray]
 
 
-def hole_distances(X: np.ndarray, transform: Transform | None, plan: MixturePlan, query: np.ndarray,
-                   reference: np.ndarray, k: int = 10) -> dict[str, np.ndarray]:
+def hole_distances(
+    X: np.ndarray,
+    transform: Transform | None,
+    plan: MixturePlan,
+    query: np.ndarray,
+    reference: np.ndarray,
+    k: int = 10,
+) -> dict[str, np.ndarray]:
     """k-NN distances (to the mapped reference rows) in the space ``transform`` maps to (None: X's own)
     of the real query rows, of mixtures formed in X's space then mapped (``mixed before``) and of
     mixtures formed in the mapped space (``mixed inside``). For an affine map the two mixtures are
@@ -110,8 +142,14 @@ def hole_distances(X: np.ndarray, transform: Transform | None, plan: MixturePlan
     f = transform or (lambda v: v)
     real, ref = f(X[query]), f(X[reference])
     inside = knn_distance(mix(real, plan), ref, k)
-    before = inside if transform is None else knn_distance(f(mix(X[query], plan)), ref, k)
-    return {"real": knn_distance(real, ref, k), "mixed before": before, "mixed inside": inside}
+    before = (
+        inside if transform is None else knn_distance(f(mix(X[query], plan)), ref, k)
+    )
+    return {
+        "real": knn_distance(real, ref, k),
+        "mixed before": before,
+        "mixed inside": inside,
+    }
 
 
 def hole_table(distances: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
@@ -120,27 +158,36 @@ def hole_table(distances: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
     rows = {}
     for space, d in distances.items():
         real = np.median(d["real"])
-        rows[space] = {f"hole ratio, {kind}": float(np.median(d[kind]) / real)
-                       for kind in ("mixed before", "mixed inside")}
+        rows[space] = {
+            f"hole ratio, {kind}": float(np.median(d[kind]) / real)
+            for kind in ("mixed before", "mixed inside")
+        }
     return pd.DataFrame(rows).T
 
 
 def token_counts(encoder, sentences: Sequence[str]) -> np.ndarray:
-    """Per token id, how often the model saw it in pretraining: the checkpoint's ``token_counts.npy``
-    (written by :mod:`bertflow_mini.encoders.pretrain`) when it has one, else the counts over ``sentences``."""
-    from pathlib import Path
+    """Per token id, how often the model saw it in pretraining: the checkpoint's corpus counts
+    (:func:`~bertflow_mini.encoders.checkpoints.checkpoint_token_counts`) when it carries them,
+    else the counts over ``sentences``."""
+    from bertflow_mini.encoders.checkpoints import checkpoint_token_counts
 
-    saved = Path(str(encoder.source)) / "token_counts.npy"
-    if saved.is_file():
-        return np.load(saved)
-    ids = encoder.tokenizer(list(sentences))["input_ids"]
-    return np.bincount(np.concatenate([np.asarray(i) for i in ids]), minlength=len(encoder.tokenizer))
+    try:
+        return checkpoint_token_counts(str(encoder.source))
+    except FileNotFoundError:
+        ids = encoder.tokenizer(list(sentences))["input_ids"]
+        return np.bincount(
+            np.concatenate([np.asarray(i) for i in ids]),
+            minlength=len(encoder.tokenizer),
+        )
 
 
 def content_ids(tokenizer, sentences: Sequence[str]) -> list[np.ndarray]:
     """The token ids of each sentence without [CLS]/[SEP] (the tokens whose frequency we ask about)."""
     special = set(tokenizer.all_special_ids)
-    return [np.array([t for t in ids if t not in special]) for ids in tokenizer(list(sentences))["input_ids"]]
+    return [
+        np.array([t for t in ids if t not in special])
+        for ids in tokenizer(list(sentences))["input_ids"]
+    ]
 
 
 def sentence_rarity(ids: Sequence[Sequence[int]], counts: np.ndarray) -> np.ndarray:

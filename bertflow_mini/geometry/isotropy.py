@@ -12,6 +12,7 @@ directions carry most of the variance. Each measure below looks at that from one
 * ``explained_variance_top`` — the share of variance in the top principal components (k/d if isotropic);
 * ``norm_stats`` — the spread of vector lengths.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,11 +25,15 @@ from bertflow_mini._checks import check_matrix
 def _row_norms(x: np.ndarray, name: str) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1)
     if (norms == 0).any():
-        raise ValueError(f"{name} has {int((norms == 0).sum())} all-zero row(s): their cosine is undefined")
+        raise ValueError(
+            f"{name} has {int((norms == 0).sum())} all-zero row(s): their cosine is undefined"
+        )
     return norms
 
 
-def random_pair_cosines(X: np.ndarray, n_pairs: int = 10_000, seed: int = 0) -> np.ndarray:
+def random_pair_cosines(
+    X: np.ndarray, n_pairs: int = 10_000, seed: int = 0
+) -> np.ndarray:
     """Cosine similarities of ``n_pairs`` random pairs of distinct rows (their histogram is the picture)."""
     x = check_matrix(X, "X", min_rows=2).astype(np.float64)
     if n_pairs < 1:
@@ -41,7 +46,9 @@ def random_pair_cosines(X: np.ndarray, n_pairs: int = 10_000, seed: int = 0) -> 
     return np.einsum("pd,pd->p", x[i], x[j]) / (norms[i] * norms[j])
 
 
-def mean_random_cosine(X: np.ndarray, n_pairs: int | None = 10_000, seed: int = 0) -> float:
+def mean_random_cosine(
+    X: np.ndarray, n_pairs: int | None = 10_000, seed: int = 0
+) -> float:
     """Mean cosine similarity of ``n_pairs`` random pairs of distinct rows (:func:`random_pair_cosines`).
 
     ``n_pairs=None`` gives the exact mean over *all* pairs i ≠ j, in O(n·d) instead of O(n²·d):
@@ -84,8 +91,12 @@ def isotropy_score(X: np.ndarray, normalise: bool = False) -> float:
         x = x / rms_norm(x)
     _, eigenvectors = np.linalg.eigh(x.T @ x)
     log_z = []
-    for start in range(0, x.shape[1], 64):  # 64 directions at a time keeps memory at n × 64
-        projections = x @ eigenvectors[:, start : start + 64]  # cᵀw for each w (rows) and c (columns)
+    for start in range(
+        0, x.shape[1], 64
+    ):  # 64 directions at a time keeps memory at n × 64
+        projections = (
+            x @ eigenvectors[:, start : start + 64]
+        )  # cᵀw for each w (rows) and c (columns)
         log_z += [logsumexp(projections, axis=0), logsumexp(-projections, axis=0)]
     log_z = np.concatenate(log_z)
     return float(np.exp(log_z.min() - log_z.max()))
@@ -104,7 +115,9 @@ def iso_score(X: np.ndarray) -> float:
     d = x.shape[1]
     if d < 2:
         raise ValueError("IsoScore needs at least 2 dimensions")
-    lam = np.clip(np.linalg.eigvalsh(np.cov(x, rowvar=False, ddof=1).reshape(d, d)), 0.0, None)
+    lam = np.clip(
+        np.linalg.eigvalsh(np.cov(x, rowvar=False, ddof=1).reshape(d, d)), 0.0, None
+    )
     if lam.sum() == 0:
         raise ValueError("X has zero variance: IsoScore is undefined")
     lam_hat = np.sqrt(d) * lam / np.linalg.norm(lam)
@@ -131,7 +144,9 @@ def isotropy_table(named: dict[str, np.ndarray], seed: int = 0) -> pd.DataFrame:
     """One row of :func:`isotropy_measures` per named cloud."""
     if not named:
         raise ValueError("isotropy_table needs at least one named embedding matrix")
-    return pd.DataFrame({name: isotropy_measures(x, seed=seed) for name, x in named.items()}).T
+    return pd.DataFrame(
+        {name: isotropy_measures(x, seed=seed) for name, x in named.items()}
+    ).T
 
 
 def explained_variance_top(X: np.ndarray, k: int = 1) -> float:
@@ -146,7 +161,12 @@ def explained_variance_top(X: np.ndarray, k: int = 1) -> float:
 def norm_stats(X: np.ndarray) -> dict[str, float]:
     """Mean, standard deviation, minimum and maximum of the rows' ℓ2 norms."""
     norms = np.linalg.norm(check_matrix(X, "X").astype(np.float64), axis=1)
-    return {"mean": float(norms.mean()), "std": float(norms.std()), "min": float(norms.min()), "max": float(norms.max())}
+    return {
+        "mean": float(norms.mean()),
+        "std": float(norms.std()),
+        "min": float(norms.min()),
+        "max": float(norms.max()),
+    }
 
 
 def isotropy_report(X: np.ndarray, seed: int = 0) -> dict[str, float]:
@@ -167,7 +187,9 @@ def compare(named: dict[str, np.ndarray], seed: int = 0) -> pd.DataFrame:
     """One row of :func:`isotropy_report` per named embedding matrix: the "before / after" table."""
     if not named:
         raise ValueError("compare needs at least one named embedding matrix")
-    return pd.DataFrame({name: isotropy_report(x, seed=seed) for name, x in named.items()}).T
+    return pd.DataFrame(
+        {name: isotropy_report(x, seed=seed) for name, x in named.items()}
+    ).T
 
 
 # ----------------------------------------------------------------------------- synthetic clouds
@@ -180,7 +202,12 @@ def power_spectrum(d: int, beta: float) -> np.ndarray:
 
 
 def gaussian_cloud(
-    n: int, d: int, mean_ratio: float = 0.0, beta: float = 0.0, scale: float = 1.0, seed: int = 0
+    n: int,
+    d: int,
+    mean_ratio: float = 0.0,
+    beta: float = 0.0,
+    scale: float = 1.0,
+    seed: int = 0,
 ) -> np.ndarray:
     """``n`` draws of ``scale`` · N(μ, Σ) in R^d, with Σ = diag(:func:`power_spectrum`) and
     ‖μ‖ = mean_ratio · √d along a random direction (so ‖μ‖² / tr Σ = mean_ratio²)."""
@@ -190,10 +217,14 @@ def gaussian_cloud(
     direction = rng.normal(size=d)
     direction /= np.linalg.norm(direction)
     lam = power_spectrum(d, beta)
-    return scale * (mean_ratio * np.sqrt(d) * direction + rng.normal(size=(n, d)) * np.sqrt(lam))
+    return scale * (
+        mean_ratio * np.sqrt(d) * direction + rng.normal(size=(n, d)) * np.sqrt(lam)
+    )
 
 
-def predicted_cosine(d: int, mean_ratio: float = 0.0, beta: float = 0.0) -> tuple[float, float]:
+def predicted_cosine(
+    d: int, mean_ratio: float = 0.0, beta: float = 0.0
+) -> tuple[float, float]:
     """First-order mean and sd of the cosine of two independent draws of :func:`gaussian_cloud`.
 
     With D = ‖μ‖² + tr Σ: mean ≈ ‖μ‖² / D and sd ≈ √(tr Σ² + 2 μᵀΣμ (tr Σ / D)²) / D, taking
@@ -206,7 +237,9 @@ def predicted_cosine(d: int, mean_ratio: float = 0.0, beta: float = 0.0) -> tupl
     return float(mu2 / total), float(sd)
 
 
-def singular_projection(X: np.ndarray, k: int = 2, fit_rows: int = 4000, seed: int = 0) -> np.ndarray:
+def singular_projection(
+    X: np.ndarray, k: int = 2, fit_rows: int = 4000, seed: int = 0
+) -> np.ndarray:
     """Coordinates of every row on the top-``k`` right singular vectors of the *uncentred* ``X``
     (the picture of Gao et al. 2019: a common offset shows up as a cloud far from the origin).
 

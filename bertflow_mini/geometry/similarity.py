@@ -22,6 +22,7 @@ linear map of the sentence vector gives this: a max over token pairs is not a fu
 means. Zhang et al. take IDF from the test set's reference sentences and drop [CLS]/[SEP]; we
 drop them too and take IDF from the sentences being scored, both sides (no labels).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -35,18 +36,24 @@ from bertflow_mini.evaluation.lexical import document_idf
 
 
 # ---------------------------------------------------------------------------------------- Mahalanobis
-def mahalanobis_cosine(a: np.ndarray, b: np.ndarray, mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
+def mahalanobis_cosine(
+    a: np.ndarray, b: np.ndarray, mean: np.ndarray, cov: np.ndarray
+) -> np.ndarray:
     """Row-wise ``(a−μ)ᵀ Σ⁻¹ (b−μ) / (‖a−μ‖_Σ⁻¹ ‖b−μ‖_Σ⁻¹)`` for two ``(n, d)`` matrices (a Cholesky solve)."""
     a = check_matrix(a, "a").astype(np.float64)
     b = check_matrix(b, "b", dim=a.shape[1]).astype(np.float64)
     if a.shape != b.shape:
-        raise ValueError(f"a and b must have the same shape, got {a.shape} and {b.shape}")
+        raise ValueError(
+            f"a and b must have the same shape, got {a.shape} and {b.shape}"
+        )
     cov = np.asarray(cov, dtype=np.float64)
     if cov.shape != (a.shape[1], a.shape[1]):
         raise ValueError(f"cov must be ({a.shape[1]}, {a.shape[1]}), got {cov.shape}")
     import scipy.linalg
 
-    factor = scipy.linalg.cho_factor(cov)  # raises LinAlgError when cov is not positive definite
+    factor = scipy.linalg.cho_factor(
+        cov
+    )  # raises LinAlgError when cov is not positive definite
     a, b = a - mean, b - mean
     inner = np.einsum("ij,ij->i", a, scipy.linalg.cho_solve(factor, b.T).T)
     norm_a = np.sqrt(np.einsum("ij,ij->i", a, scipy.linalg.cho_solve(factor, a.T).T))
@@ -66,14 +73,18 @@ class Standardisation:
         x = check_matrix(X, "X", min_rows=2).astype(np.float64)
         self.mean, self.std = x.mean(axis=0), x.std(axis=0, ddof=1)
         if (self.std == 0).any():
-            raise ValueError(f"X has {int((self.std == 0).sum())} constant column(s): nothing to standardise by")
+            raise ValueError(
+                f"X has {int((self.std == 0).sum())} constant column(s): nothing to standardise by"
+            )
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         if self.mean is None:
             raise RuntimeError("Standardisation.transform called before fit")
         x = check_matrix(X, "X", dim=len(self.mean))
-        return ((x.astype(np.float64) - self.mean) / self.std).astype(x.dtype, copy=False)
+        return ((x.astype(np.float64) - self.mean) / self.std).astype(
+            x.dtype, copy=False
+        )
 
 
 # ---------------------------------------------------------------------------------------- BERTScore
@@ -90,7 +101,9 @@ class TokenVectors:
 
     def select(self, rows: Sequence[int]) -> TokenVectors:
         """The sentences ``rows``, in that order (repeats allowed)."""
-        return TokenVectors([self.vectors[i] for i in rows], [self.ids[i] for i in rows])
+        return TokenVectors(
+            [self.vectors[i] for i in rows], [self.ids[i] for i in rows]
+        )
 
     def mapped(self, post) -> TokenVectors:
         """The same tokens with every vector passed through a fitted post-processor."""
@@ -101,31 +114,36 @@ class TokenVectors:
         return TokenVectors(np.split(out, cuts), self.ids)
 
 
-def token_vectors(encoder, sentences: Sequence[str], pooling: str = "first-last-avg", *,
-                  max_length: int = 64, batch_size: int = 64, keep_special: bool = False) -> TokenVectors:
+def token_vectors(
+    encoder,
+    sentences: Sequence[str],
+    pooling: str = "first-last-avg",
+    *,
+    max_length: int = 64,
+    batch_size: int = 64,
+    keep_special: bool = False,
+) -> TokenVectors:
     """Per-token vectors of ``sentences``: the same layers the sentence pooling averages, per token
     (their mean is the sentence vector when ``keep_special``; BERTScore drops [CLS] and [SEP]).
 
-    Batches of similar length (longest first, as :func:`bertflow_mini.encoders.encoder` does: little
-    padding) on one CPU thread (:mod:`bertflow_mini._threads`); the result is in input order."""
+    Batches of similar length (:func:`bertflow_mini.encoders.encoder.hidden_state_batches`) on one
+    CPU thread (:mod:`bertflow_mini._threads`); the result is in input order."""
     from bertflow_mini._threads import torch_threads
+    from bertflow_mini.encoders.encoder import hidden_state_batches
     from bertflow_mini.encoders.pooling import pooling_layers
 
     encoder.require_transformer("token_vectors")
-    layers = list(pooling_layers(pooling if pooling != "cls" else "last-avg", encoder.n_layers))
+    layers = list(
+        pooling_layers(pooling if pooling != "cls" else "last-avg", encoder.n_layers)
+    )
     tok, special = encoder.tokenizer, set(encoder.tokenizer.all_special_ids)
     sentences = list(sentences)
-    lengths = [len(x) for x in tok(sentences, truncation=True, max_length=max_length)["input_ids"]]
-    order = np.argsort([-n for n in lengths], kind="stable")
     vectors: list[np.ndarray] = [np.empty(0)] * len(sentences)
     ids: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(sentences)
     cpu = torch.device(encoder.device).type == "cpu"
-    with torch.inference_mode(), torch_threads(1 if cpu else None):
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            batch = tok([sentences[i] for i in rows], padding=True, truncation=True,
-                        max_length=max_length, return_tensors="pt").to(encoder.device)
-            hs = encoder.model(**batch, output_hidden_states=True).hidden_states
+    with torch_threads(1 if cpu else None):
+        batches = hidden_state_batches(encoder, sentences, max_length, batch_size)
+        for rows, batch, hs in batches:
             h = torch.stack([hs[i] for i in layers]).mean(0).float().cpu().numpy()
             for i, row, idx in zip(rows, h, batch["input_ids"].cpu().numpy()):
                 keep = np.array([keep_special or t not in special for t in idx])
@@ -134,10 +152,11 @@ def token_vectors(encoder, sentences: Sequence[str], pooling: str = "first-last-
     return TokenVectors(vectors, ids)
 
 
-def idf_weights(ids: Sequence[np.ndarray], smooth: bool = True) -> dict[int, float]:
-    """IDF of each token id over the "documents" ``ids``: ``log((M + 1) / (df + 1))`` (Zhang et al.'s)."""
+def token_idf(ids: Sequence[np.ndarray], smooth: bool = True) -> dict[int, float]:
+    """IDF of each token id over the "documents" ``ids``: ``log((M + 1) / (df + 1))`` (Zhang et al.'s;
+    :func:`bertflow_mini.evaluation.lexical.document_idf`, as the word IDF of the baselines)."""
     if len(ids) == 0:
-        raise ValueError("idf_weights needs at least one sentence")
+        raise ValueError("token_idf needs at least one sentence")
     return document_idf([doc.tolist() for doc in ids], smooth=smooth)
 
 
@@ -145,7 +164,9 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
-def greedy_match(a: np.ndarray, b: np.ndarray, wa: np.ndarray, wb: np.ndarray) -> tuple[float, float, float]:
+def greedy_match(
+    a: np.ndarray, b: np.ndarray, wa: np.ndarray, wb: np.ndarray
+) -> tuple[float, float, float]:
     """BERTScore (precision, recall, F1) of token matrices ``a`` (reference) and ``b`` (candidate).
 
     ``R = Σ_i wa_i max_j cos(a_i, b_j) / Σ wa``, ``P`` the same from ``b`` into ``a``, ``F = 2PR/(P+R)``.
@@ -154,24 +175,44 @@ def greedy_match(a: np.ndarray, b: np.ndarray, wa: np.ndarray, wb: np.ndarray) -
         raise ValueError("both sentences need at least one token")
     sims = _unit(np.asarray(a, np.float64)) @ _unit(np.asarray(b, np.float64)).T
     wa, wb = np.asarray(wa, np.float64), np.asarray(wb, np.float64)
-    if wa.sum() <= 0 or wb.sum() <= 0:  # every token in every sentence: IDF 0, fall back to plain means
+    if (
+        wa.sum() <= 0 or wb.sum() <= 0
+    ):  # every token in every sentence: IDF 0, fall back to plain means
         wa, wb = np.ones_like(wa), np.ones_like(wb)
     recall = float((wa * sims.max(axis=1)).sum() / wa.sum())
     precision = float((wb * sims.max(axis=0)).sum() / wb.sum())
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall != 0 else 0.0
+    f1 = (
+        2 * precision * recall / (precision + recall)
+        if precision + recall != 0
+        else 0.0
+    )
     return precision, recall, f1
 
 
-def bertscore(first: TokenVectors, second: TokenVectors, idf: dict[int, float] | None = None) -> np.ndarray:
+def bertscore(
+    first: TokenVectors, second: TokenVectors, idf: dict[int, float] | None = None
+) -> np.ndarray:
     """BERTScore F1 of each pair (``first[i]``, ``second[i]``); ``idf=None`` weighs every token 1."""
     if len(first.vectors) != len(second.vectors):
-        raise ValueError(f"{len(first.vectors)} first sentences but {len(second.vectors)} second ones")
+        raise ValueError(
+            f"{len(first.vectors)} first sentences but {len(second.vectors)} second ones"
+        )
 
     def weights(ids: np.ndarray) -> np.ndarray:
-        return np.ones(len(ids)) if idf is None else np.array([idf.get(int(t), 0.0) for t in ids])
+        return (
+            np.ones(len(ids))
+            if idf is None
+            else np.array([idf.get(int(t), 0.0) for t in ids])
+        )
 
-    return np.array([greedy_match(a, b, weights(ia), weights(ib))[2] for a, b, ia, ib in
-                     zip(first.vectors, second.vectors, first.ids, second.ids)])
+    return np.array(
+        [
+            greedy_match(a, b, weights(ia), weights(ib))[2]
+            for a, b, ia, ib in zip(
+                first.vectors, second.vectors, first.ids, second.ids
+            )
+        ]
+    )
 
 
 def subsample_pairs(pairs, n: int, seed: int = 0):
@@ -184,12 +225,23 @@ def subsample_pairs(pairs, n: int, seed: int = 0):
     if len(pairs) <= n:
         return pairs
     keep = np.sort(np.random.default_rng(seed).choice(len(pairs), n, replace=False))
-    return STSPairs(pairs.task, pairs.split, [pairs.sent1[i] for i in keep], [pairs.sent2[i] for i in keep],
-                    pairs.scores[keep], [pairs.subsets[i] for i in keep])
+    return STSPairs(
+        pairs.task,
+        pairs.split,
+        [pairs.sent1[i] for i in keep],
+        [pairs.sent2[i] for i in keep],
+        pairs.scores[keep],
+        [pairs.subsets[i] for i in keep],
+    )
 
 
-def bertscore_table(encoder, tasks: Sequence[str], max_pairs: int = 1000, pooling: str = "first-last-avg",
-                    seed: int = 0):
+def bertscore_table(
+    encoder,
+    tasks: Sequence[str],
+    max_pairs: int = 1000,
+    pooling: str = "first-last-avg",
+    seed: int = 0,
+):
     """Spearman × 100 (``wmean``) per task, at most ``max_pairs`` test pairs each, for sentence cosine
     (raw, standardised, whitened) and BERTScore F1 with IDF (raw tokens, standardised, whitened).
 
@@ -200,26 +252,37 @@ def bertscore_table(encoder, tasks: Sequence[str], max_pairs: int = 1000, poolin
 
     from bertflow_mini.data import load_sts
     from bertflow_mini.evaluation.reproduce import embed_task
-    from bertflow_mini.evaluation.sts import score_pairs, score_similarities
+    from bertflow_mini.evaluation.sts import cosine_after, score_similarities
     from bertflow_mini.postprocess.whitening import Whitening
 
-    posts = {"raw": lambda: None, "standardised": Standardisation, "whitened": Whitening}
+    posts = {
+        "raw": lambda: None,
+        "standardised": Standardisation,
+        "whitened": Whitening,
+    }
     table: dict[str, dict[str, float]] = {}
     for task in tasks:
         pairs = subsample_pairs(load_sts(task, "test"), max_pairs, seed)
         sentences = pairs.sentences()
         row = {s: i for i, s in enumerate(sentences)}
-        vecs = embed_task(encoder, task, pooling, progress=False)(sentences)  # the cached vectors
+        vecs = embed_task(encoder, task, pooling, progress=False)(
+            sentences
+        )  # the cached vectors
         tokens = token_vectors(encoder, sentences, pooling)
-        idf = idf_weights(tokens.ids)
+        idf = token_idf(tokens.ids)
         first, second = [row[s] for s in pairs.sent1], [row[s] for s in pairs.sent2]
         for name, make in posts.items():
+            cosines = cosine_after(vecs[first], vecs[second], make(), fit_on=vecs)
+            table.setdefault(f"cosine, {name}", {})[task] = score_similarities(
+                pairs, cosines
+            ).wmean
             post = make()
-            v = vecs if post is None else post.fit(vecs).transform(vecs)
-            table.setdefault(f"cosine, {name}", {})[task] = score_pairs(pairs, v[first], v[second]).wmean
-            t = tokens.mapped(None if post is None else make().fit(tokens.stacked()))
-            table.setdefault(f"BERTScore F1 (IDF), {name}", {})[task] = score_similarities(
-                pairs, bertscore(t.select(first), t.select(second), idf)).wmean
+            t = tokens.mapped(None if post is None else post.fit(tokens.stacked()))
+            table.setdefault(f"BERTScore F1 (IDF), {name}", {})[task] = (
+                score_similarities(
+                    pairs, bertscore(t.select(first), t.select(second), idf)
+                ).wmean
+            )
     out = pd.DataFrame(table).T
     out["Avg."] = out.mean(axis=1)
     return out

@@ -1,21 +1,18 @@
 """The output layer of a pretrained checkpoint, measured: is it a cone, and where are the unseen tokens?
 
-``scratch-bert`` ties its decoder to its input embeddings, so row ``x`` of the word-embedding matrix is
-both the input vector of token ``x`` and the ``w_x`` of the softmax ``p(x|h) ∝ exp(hᵀw_x + b_x)``.
-Its checkpoints at 0, 25, 50 and 100 % of pretraining carry the count of every vocabulary token in the
-training corpus, so we can split the vocabulary into tokens the softmax was trained to predict and
-tokens that were never a target (count 0: the *unseen* tokens of Gao et al.'s Theorem 1).
+``scratch-bert`` ties its decoder to its input embeddings: row ``x`` is both token ``x``'s input
+vector and the ``w_x`` of ``p(x|h) ∝ exp(hᵀw_x + b_x)``. Its checkpoints carry every token's corpus
+count, so tokens never a target (count 0: Gao et al.'s *unseen* tokens) can be told apart.
 
-* :func:`load_output_layer` / :func:`output_layer` — embeddings, output biases, counts, special tokens;
-* :func:`top_singular_share` — the share of ``‖E‖²_F`` in the top singular directions (uncentred: a
-  cone's common direction counts, unlike in a principal-component share);
-* :func:`geometry` / :func:`geometry_table` — the cone measures of one checkpoint / several;
-* :func:`count_groups` — norm, bias and within-group mean cosine by corpus count;
-* :func:`softmax_inputs` — the vectors ``h`` the softmax reads, for real sentences;
-* :func:`negative_direction_share` — how many unseen embeddings are uniformly negative directions.
+It measures the cone (:func:`cone_measures`, :func:`top_singular_share`, uncentred), the unseen
+tokens (:func:`count_groups`, :func:`negative_direction_share`, :func:`logit_attribution`), the
+per-token offset a shared direction gives every logit (:func:`shared_offsets`,
+:func:`offset_frequency`) and where the component shared by all token vectors comes from
+(:func:`common_component_by_stage`, :func:`repeat_share`).
 
 Defined for Chapter 4 (``book/04-representation-degeneration.ipynb``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -24,10 +21,13 @@ from itertools import pairwise
 
 import numpy as np
 import pandas as pd
+import scipy.special
 import scipy.stats
 import torch
 
 from bertflow_mini._checks import check_matrix
+from bertflow_mini.encoders.encoder import tokenized
+from bertflow_mini.geometry.corpus_counts import estimated_token_counts
 from bertflow_mini.geometry.isotropy import explained_variance_top, mean_random_cosine
 
 #: Corpus-count groups of :func:`count_groups`: [0, 1) is "unseen", [1, 2) "seen once", …
@@ -42,8 +42,12 @@ class OutputLayer:
     embeddings: np.ndarray  # (V, d): input embeddings = decoder weights w_x
     bias: np.ndarray  # (V,): the decoder's output bias b_x
     counts: np.ndarray  # (V,): how often x occurs in the training corpus
-    special: np.ndarray  # (V,) bool: [PAD], [UNK], [CLS], [SEP], [MASK] — left out of every measure
-    counts_from: str = "the training corpus"  # or an estimate: see :func:`token_counts`
+    special: (
+        np.ndarray
+    )  # (V,) bool: [PAD], [UNK], [CLS], [SEP], [MASK] — left out of every measure
+    counts_from: str = (
+        "the training corpus"  # or :data:`ESTIMATED` (see :func:`load_output_layer`)
+    )
 
     @property
     def seen(self) -> np.ndarray:
@@ -56,65 +60,52 @@ class OutputLayer:
         return (self.counts == 0) & ~self.special
 
 
-def output_layer(model, counts: np.ndarray, special_ids: Sequence[int], name: str = "") -> OutputLayer:
+def output_layer(
+    model, counts: np.ndarray, special_ids: Sequence[int], name: str = ""
+) -> OutputLayer:
     """The :class:`OutputLayer` of a ``BertForMaskedLM`` (whose decoder must be tied to its embeddings)."""
     E = model.get_input_embeddings().weight
     if model.get_output_embeddings().weight.data_ptr() != E.data_ptr():
         raise ValueError("the model's decoder is not tied to its input embeddings")
     counts = np.asarray(counts)
     if counts.shape != (E.shape[0],):
-        raise ValueError(f"counts must have one entry per token ({E.shape[0]}), got shape {counts.shape}")
+        raise ValueError(
+            f"counts must have one entry per token ({E.shape[0]}), got shape {counts.shape}"
+        )
     special = np.zeros(len(counts), dtype=bool)
     special[list(special_ids)] = True
-    return OutputLayer(name=name, embeddings=E.detach().double().cpu().numpy().copy(),
-                       bias=model.cls.predictions.bias.detach().double().cpu().numpy().copy(),
-                       counts=counts, special=special)
+    return OutputLayer(
+        name=name,
+        embeddings=E.detach().double().cpu().numpy().copy(),
+        bias=model.cls.predictions.bias.detach().double().cpu().numpy().copy(),
+        counts=counts,
+        special=special,
+    )
 
 
-#: Words in BERT's pretraining corpus (BooksCorpus 800 M + English Wikipedia 2,500 M; Devlin et al. 2019)
-BERT_CORPUS_WORDS = 3_300_000_000
-ESTIMATED = "wordfreq × 3.3 B words (an estimate: the model's corpus counts are not published)"
-
-
-def token_counts(name: str, tokenizer=None) -> tuple[np.ndarray, str]:
-    """(count per token id, where the counts come from) for checkpoint ``name``.
-
-    Checkpoints pretrained by :mod:`bertflow_mini.encoders.pretrain` carry their corpus' exact counts.
-    For any other model the counts are *estimated*: ``wordfreq``'s English frequency of the token
-    (``##`` stripped) times :data:`BERT_CORPUS_WORDS`, rounded; ``[unused…]`` tokens, which BERT's
-    vocabulary reserves and its corpus never contains, count 0. An estimate, so the chapter says so.
-    """
-    from bertflow_mini.encoders.checkpoints import checkpoint_token_counts
-
-    try:
-        return checkpoint_token_counts(name), "the training corpus"
-    except FileNotFoundError:
-        pass
-    from bertflow_mini.geometry.frequency import word_frequencies
-
-    if tokenizer is None:
-        from transformers import AutoTokenizer
-
-        from bertflow_mini.encoders.names import resolve_model
-
-        tokenizer = AutoTokenizer.from_pretrained(resolve_model(name))
-    tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-    words = [t.removeprefix("##") for t in tokens]
-    counts = np.rint(word_frequencies(words) * BERT_CORPUS_WORDS).astype(np.int64)
-    counts[[t.startswith("[unused") for t in tokens]] = 0
-    return counts, ESTIMATED
+#: :attr:`OutputLayer.counts_from` of a checkpoint whose corpus counts are not known.
+ESTIMATED = (
+    "wordfreq × 3.3 B words (an estimate: the model's corpus counts are not published)"
+)
 
 
 def load_output_layer(name: str) -> OutputLayer:
     """:func:`output_layer` of a checkpoint by name (``"scratch-bert@25"``, a MultiBERTs step, …),
-    with its :func:`token_counts` (exact for the book's checkpoints, estimated for others)."""
+    with its token counts: exact for checkpoints pretrained by :mod:`bertflow_mini.encoders.pretrain`
+    (``counts_from`` = ``"the training corpus"``), else
+    :func:`~bertflow_mini.geometry.corpus_counts.estimated_token_counts` (``counts_from`` =
+    :data:`ESTIMATED`: an estimate, so the chapter says so)."""
     from transformers import AutoTokenizer
 
-    from bertflow_mini.encoders.checkpoints import load_mlm
+    from bertflow_mini.encoders.checkpoints import checkpoint_token_counts, load_mlm
     from bertflow_mini.encoders.names import resolve_model
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(name))
-    counts, source = token_counts(name, tokenizer)
+    try:
+        counts, source = checkpoint_token_counts(name), "the training corpus"
+    except FileNotFoundError:
+        vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        counts, source = estimated_token_counts(vocab), ESTIMATED
     layer = output_layer(load_mlm(name), counts, tokenizer.all_special_ids, name=name)
     layer.counts_from = source
     return layer
@@ -131,7 +122,9 @@ def checkpoint_step(name: str) -> int | None:
 
     percent = pretrain.parse_name(name)
     if percent is not None:
-        recipe = json.loads((pretrain.checkpoint(pretrain.NAME) / "recipe.json").read_text())["recipe"]
+        recipe = json.loads(
+            (pretrain.checkpoint(pretrain.NAME) / "recipe.json").read_text()
+        )["recipe"]
         return round(recipe["steps"] * percent / 100)
     found = re.search(r"step_(\d+)k$", name)
     if found:
@@ -151,7 +144,7 @@ def top_singular_share(E: np.ndarray, k: int = 1) -> float:
     return float(s2[:k].sum() / s2.sum())
 
 
-def geometry(layer: OutputLayer, seed: int = 0) -> dict[str, float]:
+def cone_measures(layer: OutputLayer, seed: int = 0) -> dict[str, float]:
     """The cone measures of one checkpoint, over its non-special tokens (Spearman over seen tokens)."""
     E = layer.embeddings
     keep, seen, unseen = ~layer.special, layer.seen, layer.unseen
@@ -160,7 +153,9 @@ def geometry(layer: OutputLayer, seed: int = 0) -> dict[str, float]:
         "mean cosine": mean_random_cosine(E[keep], seed=seed),
         "top-1 singular share": top_singular_share(E[keep], 1),
         "top-1 PC variance share": explained_variance_top(E[keep], 1),
-        "Spearman(count, norm)": float(scipy.stats.spearmanr(layer.counts[seen], norms[seen]).statistic),
+        "Spearman(count, norm)": float(
+            scipy.stats.spearmanr(layer.counts[seen], norms[seen]).statistic
+        ),
         "norm seen": float(norms[seen].mean()),
         "norm unseen": float(norms[unseen].mean()),
         "bias seen": float(layer.bias[seen].mean()),
@@ -169,10 +164,12 @@ def geometry(layer: OutputLayer, seed: int = 0) -> dict[str, float]:
 
 
 def geometry_table(layers: dict[str, OutputLayer], seed: int = 0) -> pd.DataFrame:
-    """One row of :func:`geometry` per named checkpoint."""
+    """One row of :func:`cone_measures` per named checkpoint."""
     if not layers:
         raise ValueError("geometry_table needs at least one output layer")
-    return pd.DataFrame({name: geometry(layer, seed) for name, layer in layers.items()}).T
+    return pd.DataFrame(
+        {name: cone_measures(layer, seed) for name, layer in layers.items()}
+    ).T
 
 
 def _group_label(lo: int, hi: float) -> str:
@@ -181,7 +178,9 @@ def _group_label(lo: int, hi: float) -> str:
     return f"≥ {lo:,}" if np.isinf(hi) else f"{lo:,}–{int(hi) - 1:,}"
 
 
-def count_groups(layer: OutputLayer, edges: Sequence[int] = COUNT_EDGES, seed: int = 0) -> pd.DataFrame:
+def count_groups(
+    layer: OutputLayer, edges: Sequence[int] = COUNT_EDGES, seed: int = 0
+) -> pd.DataFrame:
     """Per corpus-count group ``[edges[i], edges[i+1])`` (the last open): number of tokens, mean norm,
     mean output bias and the mean cosine between two tokens of the group. Empty groups are left out."""
     edges = [*edges, np.inf]
@@ -193,7 +192,8 @@ def count_groups(layer: OutputLayer, edges: Sequence[int] = COUNT_EDGES, seed: i
         if group.sum() < 2:
             continue
         rows[_group_label(lo, hi)] = {
-            "tokens": int(group.sum()), "mean norm": float(np.linalg.norm(E[group], axis=1).mean()),
+            "tokens": int(group.sum()),
+            "mean norm": float(np.linalg.norm(E[group], axis=1).mean()),
             "mean bias": float(layer.bias[group].mean()),
             "mean cosine within": mean_random_cosine(E[group], seed=seed),
         }
@@ -201,16 +201,17 @@ def count_groups(layer: OutputLayer, edges: Sequence[int] = COUNT_EDGES, seed: i
 
 
 @torch.no_grad()
-def softmax_inputs(model, tokenizer, sentences: Sequence[str], max_length: int = 64) -> np.ndarray:
+def softmax_inputs(
+    model, tokenizer, sentences: Sequence[str], max_length: int = 64
+) -> np.ndarray:
     """The vectors ``h`` the MLM softmax reads (the head's dense → GELU → LayerNorm applied to the last
     layer), one per real token of ``sentences`` ([CLS] and [SEP] included, padding not), as float64."""
     if not sentences:
         raise ValueError("softmax_inputs needs at least one sentence")
-    batch = tokenizer(list(sentences), padding=True, truncation=True, max_length=max_length,
-                      return_tensors="pt")
-    device = next(model.parameters()).device
-    batch = {k: v.to(device) for k, v in batch.items()}
-    last = model.bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    batch = tokenized(tokenizer, sentences, max_length, next(model.parameters()).device)
+    last = model.bert(
+        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+    ).last_hidden_state
     h = model.cls.predictions.transform(last)
     return h[batch["attention_mask"].bool()].double().cpu().numpy()
 
@@ -222,3 +223,162 @@ def negative_direction_share(W: np.ndarray, H: np.ndarray) -> float:
     if W.shape[1] != H.shape[1]:
         raise ValueError(f"W {W.shape} and H {H.shape} differ in width")
     return float(((W @ H.T).max(axis=1) < 0).mean())
+
+
+# ---------------------------------------------------------------- where the logits' fall came from
+
+
+def _log_softmax_rows(L: np.ndarray) -> np.ndarray:
+    return L - scipy.special.logsumexp(L, axis=1, keepdims=True)
+
+
+def logit_attribution(
+    H: np.ndarray, before: OutputLayer, after: OutputLayer, chunk: int = 256
+) -> pd.DataFrame:
+    """How much of the fall of the unseen tokens' scores from ``before`` to ``after`` came from their
+    embeddings and how much from their output biases, at the softmax inputs ``H`` (rows ``h``).
+
+    Three columns, rows ``embedding`` and ``bias``:
+
+    * ``raw logit change``: mean over unseen tokens ``x`` and rows ``h`` of ``hᵀ(w_x' − w_x)``, and the
+      mean ``b_x' − b_x``;
+    * ``relative to seen tokens``: the same minus the seen tokens' mean change — a shift shared by
+      every token changes no probability, so only what the unseen tokens moved beyond it counts;
+    * ``log-probability (nats)``: the mean ``log p(x|h)`` of the unseen tokens under ``after`` minus
+      the same with every unseen token's embedding (or bias) put back to ``before``: what that part of
+      the change did to the probabilities themselves (the full softmax, special tokens included).
+    """
+    H = check_matrix(H, "H").astype(np.float64)
+    if before.embeddings.shape != after.embeddings.shape:
+        raise ValueError("before and after must be output layers of the same shape")
+    check_matrix(after.embeddings, "after.embeddings", dim=H.shape[1])
+    unseen, seen = after.unseen, after.seen
+    if not unseen.any() or not seen.any():
+        raise ValueError("the attribution needs both seen and unseen tokens")
+    dW = after.embeddings - before.embeddings
+    db = after.bias - before.bias
+    move = (H @ dW[unseen].T).mean(), (H @ dW[seen].T).mean()
+    W1, b1 = after.embeddings, after.bias
+    logp = {"after": 0.0, "embedding": 0.0, "bias": 0.0}
+    for start in range(0, len(H), chunk):
+        Hc = H[start : start + chunk]
+        L = Hc @ W1.T + b1
+        logp["after"] += _log_softmax_rows(L)[:, unseen].sum()
+        for part, (W_u, b_u) in {
+            "embedding": (before.embeddings[unseen], b1[unseen]),
+            "bias": (W1[unseen], before.bias[unseen]),
+        }.items():
+            reset = L.copy()
+            reset[:, unseen] = Hc @ W_u.T + b_u
+            logp[part] += _log_softmax_rows(reset)[:, unseen].sum()
+    n = len(H) * unseen.sum()
+    return pd.DataFrame(
+        {
+            "raw logit change": [move[0], db[unseen].mean()],
+            "relative to seen tokens": [
+                move[0] - move[1],
+                db[unseen].mean() - db[seen].mean(),
+            ],
+            "log-probability (nats)": [
+                (logp["after"] - logp["embedding"]) / n,
+                (logp["after"] - logp["bias"]) / n,
+            ],
+        },
+        index=["embedding", "bias"],
+    )
+
+
+# ---------------------------------------------------------------- the shared direction's offset
+
+
+def shared_offsets(layer: OutputLayer, H: np.ndarray) -> np.ndarray:
+    """Each token's score at the mean softmax input, ``w_xᵀh̄ + b_x`` with ``h̄ = mean(H)``.
+
+    Every logit splits as ``w_xᵀh + b_x = w_xᵀ(h − h̄) + (w_xᵀh̄ + b_x)``: the second term is the same
+    in every context, a per-token offset — a learned log-prior that can encode the token's frequency.
+    """
+    H = check_matrix(H, "H", dim=layer.embeddings.shape[1]).astype(np.float64)
+    return layer.embeddings @ H.mean(axis=0) + layer.bias
+
+
+def offset_frequency(layer: OutputLayer, H: np.ndarray) -> dict[str, float]:
+    """How much of a token's corpus frequency its :func:`shared_offsets` carries.
+
+    Over seen tokens: Spearman ρ(count, offset); the least-squares slope and Pearson r of the offset
+    on ``log count`` (slope 1 would make the offset a log-frequency up to a constant, the
+    ``log p(x)`` term of an MLM's logit); and the unseen tokens' mean offset minus the seen ones'.
+    """
+    offset = shared_offsets(layer, H)
+    seen, unseen = layer.seen, layer.unseen
+    if seen.sum() < 3:
+        raise ValueError("need at least 3 seen tokens")
+    fit = scipy.stats.linregress(np.log(layer.counts[seen]), offset[seen])
+    return {
+        "ρ(count, offset)": float(
+            scipy.stats.spearmanr(layer.counts[seen], offset[seen]).statistic
+        ),
+        "slope on log count": float(fit.slope),
+        "Pearson r": float(fit.rvalue),
+        "unseen − seen offset": float(offset[unseen].mean() - offset[seen].mean())
+        if unseen.any()
+        else float("nan"),
+    }
+
+
+# ---------------------------------------------------------------- a component shared by all tokens
+
+
+def _common(X: np.ndarray) -> dict[str, float]:
+    mean = X.mean(axis=0)
+    return {
+        "mean ‖x‖": float(np.linalg.norm(X, axis=1).mean()),
+        "‖mean x‖": float(np.linalg.norm(mean)),
+        "‖mean‖² / mean ‖x‖²": float(mean @ mean / (X * X).sum(axis=1).mean()),
+    }
+
+
+@torch.no_grad()
+def common_component_by_stage(
+    model, tokenizer, sentences: Sequence[str], max_length: int = 64
+) -> pd.DataFrame:
+    """How large the component shared by all token vectors is at each stage of a ``BertForMaskedLM``,
+    over the real tokens of ``sentences``: from the word embeddings alone, through the embedding
+    block (word + position + token-type, LayerNorm) and every layer, to the softmax input ``h``
+    (the head's dense → GELU, then its LayerNorm). Columns: mean ‖x‖, ‖mean x‖ and
+    ‖mean x‖² / mean ‖x‖² (0 for vectors with no common part, 1 for identical ones)."""
+    if not sentences:
+        raise ValueError("common_component_by_stage needs at least one sentence")
+    batch = tokenized(tokenizer, sentences, max_length, next(model.parameters()).device)
+    mask = batch["attention_mask"].bool()
+    out = model.bert(
+        input_ids=batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        output_hidden_states=True,
+    )
+    head = model.cls.predictions.transform
+    dense = head.transform_act_fn(head.dense(out.hidden_states[-1]))
+    stages = {
+        "word embeddings": model.bert.embeddings.word_embeddings(batch["input_ids"]),
+        "embedding block": out.hidden_states[0],
+        **{
+            f"after layer {i}": hs
+            for i, hs in enumerate(out.hidden_states[1:], start=1)
+        },
+        "head: dense + GELU": dense,
+        "softmax input h": head.LayerNorm(dense),
+    }
+    return pd.DataFrame(
+        {k: _common(v[mask].double().cpu().numpy()) for k, v in stages.items()}
+    ).T
+
+
+def repeat_share(token_ids: Sequence[int]) -> float:
+    """``Σ_x f_x²`` for the token frequencies ``f`` of a sample of token occurrences: the chance that
+    two random positions hold the same token. Random token vectors, independent and of equal
+    expected norm, have ``E‖mean‖² / E‖x‖² = Σ_x f_x²``: the common component that repeats alone
+    give them."""
+    ids = np.asarray(token_ids).ravel()
+    if ids.size == 0:
+        raise ValueError("repeat_share needs at least one token")
+    f = np.unique(ids, return_counts=True)[1] / ids.size
+    return float(f @ f)

@@ -19,8 +19,9 @@ The configuration follows the authors' code (a 1×1×C "image", i.e. per-channel
     coupling  = (Linear → ActNorm → ReLU) × 2 → zero-initialised Linear, width 32
 
 Conventions: ``forward`` maps data → latent (``x → z``), ``inverse`` maps latent → data (``normflows``
-names them the other way round; see ``tests/test_flow.py``).
+names them the other way round; see ``tests/postprocess/test_flow.py``).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,11 +35,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertflow_mini._checks import check_matrix, check_tensor
+from bertflow_mini._device import default_device
 from bertflow_mini._progress import tqdm
 from bertflow_mini._threads import torch_threads
 
 LOG_2PI = math.log(2 * math.pi)
-Pair = tuple[torch.Tensor, torch.Tensor]
+#: What every block's ``forward`` and ``inverse`` return: the mapped tensor and, per sample, the
+#: log-determinant of the map's Jacobian.
+ValueAndLogdet = tuple[torch.Tensor, torch.Tensor]
 
 
 class Flow(nn.Module):
@@ -48,10 +52,10 @@ class Flow(nn.Module):
     so ``inverse(forward(x))`` returns ``x`` and minus the forward log-det.
     """
 
-    def forward(self, x: torch.Tensor) -> Pair:  # pragma: no cover - abstract
+    def forward(self, x: torch.Tensor) -> ValueAndLogdet:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def inverse(self, z: torch.Tensor) -> Pair:  # pragma: no cover - abstract
+    def inverse(self, z: torch.Tensor) -> ValueAndLogdet:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -83,7 +87,9 @@ class ActNorm(Flow):
         self.logs = nn.Parameter(torch.zeros(dim))
         # A buffer, so a saved/loaded flow remembers that it was initialised and never re-inits.
         self.register_buffer("initialized", torch.tensor(False))
-        self._ready = False  # Python mirror of `initialized`: skips a tensor→bool check per call
+        self._ready = (
+            False  # Python mirror of `initialized`: skips a tensor→bool check per call
+        )
 
     @torch.no_grad()
     def initialize(self, x: torch.Tensor) -> None:
@@ -93,10 +99,12 @@ class ActNorm(Flow):
         to 10⁶ (all-MiniLM-L6-v2's last-layer average has three such channels, std ≈ 1e-32, 1e-32,
         2e-9): rounding noise becomes a unit-variance feature, and each such factor adds log 10⁶
         nats to log p(x) without modelling anything — the whole of the likelihood gap between
-        this flow and normflows' on those vectors (``benchmarks/bench_flow.py``).
+        this flow and normflows' on those vectors (the flow's speed benchmark compares the two).
         """
         mean = x.mean(dim=0)
-        std = (x - mean).pow(2).mean(dim=0).sqrt()  # biased variance, as in the official Glow code
+        std = (
+            (x - mean).pow(2).mean(dim=0).sqrt()
+        )  # biased variance, as in the official Glow code
         dead = std < self.dead_tol * std.max()
         log_scale = torch.where(dead, torch.zeros_like(std), -torch.log(std + 1e-6))
         self.b.copy_(-mean)
@@ -104,7 +112,9 @@ class ActNorm(Flow):
         self.initialized.fill_(True)
         self._ready = True
 
-    def _load_from_state_dict(self, *args, **kwargs):  # keep the Python mirror in sync on load
+    def _load_from_state_dict(
+        self, *args, **kwargs
+    ):  # keep the Python mirror in sync on load
         super()._load_from_state_dict(*args, **kwargs)
         self._ready = bool(self.initialized)
 
@@ -116,11 +126,11 @@ class ActNorm(Flow):
                 self.initialize(x)
         return self.logscale_factor * self.logs
 
-    def forward(self, x: torch.Tensor) -> Pair:
+    def forward(self, x: torch.Tensor) -> ValueAndLogdet:
         log_scale = self._log_scale(x)
         return (x + self.b) * torch.exp(log_scale), log_scale.sum().expand(x.shape[0])
 
-    def inverse(self, z: torch.Tensor) -> Pair:
+    def inverse(self, z: torch.Tensor) -> ValueAndLogdet:
         log_scale = self.logscale_factor * self.logs
         return z * torch.exp(-log_scale) - self.b, -log_scale.sum().expand(z.shape[0])
 
@@ -137,10 +147,10 @@ class Permutation(Flow):
         self.register_buffer("order", order.long())
         self.register_buffer("undo", torch.argsort(order))
 
-    def forward(self, x: torch.Tensor) -> Pair:
+    def forward(self, x: torch.Tensor) -> ValueAndLogdet:
         return x[:, self.order], x.new_zeros(x.shape[0])
 
-    def inverse(self, z: torch.Tensor) -> Pair:
+    def inverse(self, z: torch.Tensor) -> ValueAndLogdet:
         return z[:, self.undo], z.new_zeros(z.shape[0])
 
 
@@ -173,28 +183,34 @@ class InvertibleLinear(Flow):
         s = torch.diagonal(upper)
         self.register_buffer("P", p)
         self.register_buffer("sign_s", torch.sign(s))
-        self.register_buffer("lower_mask", torch.tril(torch.ones(dim, dim), diagonal=-1))
+        self.register_buffer(
+            "lower_mask", torch.tril(torch.ones(dim, dim), diagonal=-1)
+        )
         self.register_buffer("eye", torch.eye(dim))
         self.L = nn.Parameter(lower * self.lower_mask)
         self.U = nn.Parameter(torch.triu(upper, diagonal=1))
         self.log_s = nn.Parameter(torch.log(s.abs()))
 
-    def _factors(self) -> Pair:
+    def _factors(self) -> ValueAndLogdet:
         lower = self.L * self.lower_mask + self.eye
-        upper = self.U * self.lower_mask.T + torch.diag(self.sign_s * torch.exp(self.log_s))
+        upper = self.U * self.lower_mask.T + torch.diag(
+            self.sign_s * torch.exp(self.log_s)
+        )
         return lower, upper
 
     def weight(self) -> torch.Tensor:
         lower, upper = self._factors()
         return self.P @ lower @ upper
 
-    def forward(self, x: torch.Tensor) -> Pair:
+    def forward(self, x: torch.Tensor) -> ValueAndLogdet:
         return F.linear(x, self.weight()), self.log_s.sum().expand(x.shape[0])
 
-    def inverse(self, z: torch.Tensor) -> Pair:
+    def inverse(self, z: torch.Tensor) -> ValueAndLogdet:
         # x = U⁻¹ L⁻¹ Pᵀ z, with two triangular solves instead of a general inverse.
         lower, upper = self._factors()
-        h = torch.linalg.solve_triangular(lower, self.P.T @ z.T, upper=False, unitriangular=True)
+        h = torch.linalg.solve_triangular(
+            lower, self.P.T @ z.T, upper=False, unitriangular=True
+        )
         x = torch.linalg.solve_triangular(upper, h, upper=True).T
         return x, -self.log_s.sum().expand(z.shape[0])
 
@@ -254,20 +270,22 @@ class Coupling(Flow):
         if dim < 2:
             raise ValueError(f"a coupling layer needs at least 2 channels, got {dim}")
         self.split = (dim + 1) // 2
-        self.net = CouplingNet(self.split, self.outputs_per_channel * (dim - self.split), width)
+        self.net = CouplingNet(
+            self.split, self.outputs_per_channel * (dim - self.split), width
+        )
 
-    def halves(self, x: torch.Tensor) -> Pair:
+    def halves(self, x: torch.Tensor) -> ValueAndLogdet:
         return x[:, : self.split], x[:, self.split :]
 
 
 class AdditiveCoupling(Coupling):
     """``y₁ = x₁,  y₂ = x₂ + t(x₁)`` (NICE; the BERT-flow choice). A shear: logdet = 0."""
 
-    def forward(self, x: torch.Tensor) -> Pair:
+    def forward(self, x: torch.Tensor) -> ValueAndLogdet:
         x1, x2 = self.halves(x)
         return torch.cat([x1, x2 + self.net(x1)], dim=1), x.new_zeros(x.shape[0])
 
-    def inverse(self, z: torch.Tensor) -> Pair:
+    def inverse(self, z: torch.Tensor) -> ValueAndLogdet:
         z1, z2 = self.halves(z)
         return torch.cat([z1, z2 - self.net(z1)], dim=1), z.new_zeros(z.shape[0])
 
@@ -282,20 +300,22 @@ class AffineCoupling(Coupling):
 
     outputs_per_channel = 2
 
-    def _shift_and_log_scale(self, x1: torch.Tensor) -> Pair:
+    def _shift_and_log_scale(self, x1: torch.Tensor) -> ValueAndLogdet:
         h = self.net(x1)
         return h[:, 0::2], F.logsigmoid(h[:, 1::2] + 2.0)
 
-    def forward(self, x: torch.Tensor) -> Pair:
+    def forward(self, x: torch.Tensor) -> ValueAndLogdet:
         x1, x2 = self.halves(x)
         shift, log_scale = self._shift_and_log_scale(x1)
         y2 = (x2 + shift) * torch.exp(log_scale)
         return torch.cat([x1, y2], dim=1), log_scale.sum(dim=1)
 
-    def inverse(self, z: torch.Tensor) -> Pair:
+    def inverse(self, z: torch.Tensor) -> ValueAndLogdet:
         z1, z2 = self.halves(z)
         shift, log_scale = self._shift_and_log_scale(z1)
-        return torch.cat([z1, z2 * torch.exp(-log_scale) - shift], dim=1), -log_scale.sum(dim=1)
+        return torch.cat(
+            [z1, z2 * torch.exp(-log_scale) - shift], dim=1
+        ), -log_scale.sum(dim=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,8 +334,14 @@ def _choice(kind: str, value: str, options: dict) -> type:
 class FlowStep(Flow):
     """ActNorm → permutation → coupling; logdet is the sum of the three blocks' logdets."""
 
-    def __init__(self, dim: int, width: int = 32, coupling: str = "additive", permutation: str = "reverse",
-                 dead_tol: float = 1e-4):
+    def __init__(
+        self,
+        dim: int,
+        width: int = 32,
+        coupling: str = "additive",
+        permutation: str = "reverse",
+        dead_tol: float = 1e-4,
+    ):
         super().__init__()
         coupling_cls = _choice("coupling", coupling, COUPLINGS)
         permutation_cls = _choice("permutation", permutation, PERMUTATIONS)
@@ -323,13 +349,16 @@ class FlowStep(Flow):
         self.permute = permutation_cls(dim)
         self.coupling = coupling_cls(dim, width)
 
-    def forward(self, x: torch.Tensor) -> Pair:
+    def forward(self, x: torch.Tensor) -> ValueAndLogdet:
         x, logdet_norm = self.actnorm(x)
         x, logdet_perm = self.permute(x)
         x, logdet_coup = self.coupling(x)
-        return x, logdet_norm + logdet_perm + logdet_coup  # log|det| of a composition adds up
+        return (
+            x,
+            logdet_norm + logdet_perm + logdet_coup,
+        )  # log|det| of a composition adds up
 
-    def inverse(self, z: torch.Tensor) -> Pair:
+    def inverse(self, z: torch.Tensor) -> ValueAndLogdet:
         z, logdet_coup = self.coupling.inverse(z)
         z, logdet_perm = self.permute.inverse(z)
         x, logdet_norm = self.actnorm.inverse(z)
@@ -361,12 +390,24 @@ class Glow(Flow):
     ``z`` as the sentence embedding.
     """
 
-    def __init__(self, dim: int, levels: int = 3, depth: int = 3, width: int = 32, coupling: str = "additive",
-                 permutation: str = "reverse", dead_tol: float = 1e-4):
+    def __init__(
+        self,
+        dim: int,
+        levels: int = 3,
+        depth: int = 3,
+        width: int = 32,
+        coupling: str = "additive",
+        permutation: str = "reverse",
+        dead_tol: float = 1e-4,
+    ):
         super().__init__()
         if levels < 1 or depth < 1:
-            raise ValueError(f"levels and depth must be >= 1, got levels={levels}, depth={depth}")
-        self.dims = [dim]  # channels each level works on: every split keeps the first ⌈d/2⌉
+            raise ValueError(
+                f"levels and depth must be >= 1, got levels={levels}, depth={depth}"
+            )
+        self.dims = [
+            dim
+        ]  # channels each level works on: every split keeps the first ⌈d/2⌉
         for _ in range(levels - 1):
             self.dims.append((self.dims[-1] + 1) // 2)
         if self.dims[-1] < 2:
@@ -377,30 +418,42 @@ class Glow(Flow):
         self.dim = dim
         self.prior = StandardNormal(dim)
         self.levels = nn.ModuleList(
-            nn.ModuleList(FlowStep(d, width, coupling, permutation, dead_tol) for _ in range(depth))
+            nn.ModuleList(
+                FlowStep(d, width, coupling, permutation, dead_tol)
+                for _ in range(depth)
+            )
             for d in self.dims
         )
 
-    def forward(self, x: torch.Tensor) -> Pair:
+    def forward(self, x: torch.Tensor) -> ValueAndLogdet:
         logdet = x.new_zeros(x.shape[0])
         factored = []  # the parts taken out after each level, outermost first
         h = x
         for level, steps in enumerate(self.levels):
             for step in steps:
                 h, step_logdet = step(h)
-                logdet = logdet + step_logdet  # ← the only place the flow's logdet grows
+                logdet = (
+                    logdet + step_logdet
+                )  # ← the only place the flow's logdet grows
             if level < len(self.levels) - 1:
                 keep = self.dims[level + 1]
-                h, z_out = h[:, :keep], h[:, keep:]  # a split is a relabelling: logdet += 0
+                h, z_out = (
+                    h[:, :keep],
+                    h[:, keep:],
+                )  # a split is a relabelling: logdet += 0
                 factored.append(z_out)
-        z = torch.cat([h, *reversed(factored)], dim=1)  # each part back in its own channels
+        z = torch.cat(
+            [h, *reversed(factored)], dim=1
+        )  # each part back in its own channels
         return z, logdet
 
-    def inverse(self, z: torch.Tensor) -> Pair:
+    def inverse(self, z: torch.Tensor) -> ValueAndLogdet:
         logdet = z.new_zeros(z.shape[0])
         h = z[:, : self.dims[-1]]
         for level in reversed(range(len(self.levels))):
-            if level < len(self.levels) - 1:  # bring back the part factored out after this level
+            if (
+                level < len(self.levels) - 1
+            ):  # bring back the part factored out after this level
                 h = torch.cat([h, z[:, self.dims[level + 1] : self.dims[level]]], dim=1)
             for step in reversed(self.levels[level]):
                 h, step_logdet = step.inverse(h)
@@ -427,8 +480,13 @@ class Glow(Flow):
         """``log|det|`` of each flow step's ActNorm (``Σ 3·s``, the same for every input), indexed
         ``level i, step j``: where a flow's volume change sits (the couplings' own ActNorms are not
         part of the flow's log-det and are left out)."""
-        rows = {f"level {i + 1}, step {j + 1}": float((step.actnorm.logscale_factor * step.actnorm.logs).detach().sum())
-                for i, steps in enumerate(self.levels) for j, step in enumerate(steps)}
+        rows = {
+            f"level {i + 1}, step {j + 1}": float(
+                (step.actnorm.logscale_factor * step.actnorm.logs).detach().sum()
+            )
+            for i, steps in enumerate(self.levels)
+            for j, step in enumerate(steps)
+        }
         return pd.Series(rows, name="ActNorm log|det|")
 
     @torch.no_grad()
@@ -451,15 +509,23 @@ class FlowConfig:
     depth: int = 3
     width: int = 32
     coupling: str = "additive"
-    permutation: str = "reverse"  # the code's fixed reversal ("shuffle": the paper's text)
-    dead_tol: float = 1e-4  # 0: the official ActNorm init, which scales constant channels by 1e6
+    permutation: str = (
+        "reverse"  # the code's fixed reversal ("shuffle": the paper's text)
+    )
+    dead_tol: float = (
+        1e-4  # 0: the official ActNorm init, which scales constant channels by 1e6
+    )
     epochs: int = 1
     batch_size: int = 32
     lr: float = 1e-3
     weight_decay: float = 0.01
     clip_norm: float = 1.0
-    bias_correction: bool = True  # False: BERT's AdamWeightDecayOptimizer, as the official code
-    init_size: int | None = None  # rows for ActNorm's data-dependent init (None: the first batch)
+    bias_correction: bool = (
+        True  # False: BERT's AdamWeightDecayOptimizer, as the official code
+    )
+    init_size: int | None = (
+        None  # rows for ActNorm's data-dependent init (None: the first batch)
+    )
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -467,7 +533,9 @@ class FlowConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not (self.lr > 0 and self.clip_norm > 0 and self.weight_decay >= 0):
-            raise ValueError(f"need lr > 0, clip_norm > 0, weight_decay >= 0; got {self}")
+            raise ValueError(
+                f"need lr > 0, clip_norm > 0, weight_decay >= 0; got {self}"
+            )
 
     @classmethod
     def official(cls, **overrides) -> FlowConfig:
@@ -485,9 +553,17 @@ class BertAdamW(torch.optim.Optimizer):
     50, still 2.1× at step 270 (the official STS-B fit's length); it tends to 1 from above.
     """
 
-    def __init__(self, params, lr: float = 1e-3, weight_decay: float = 0.01,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6):
-        super().__init__(params, {"lr": lr, "weight_decay": weight_decay, "betas": betas, "eps": eps})
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        weight_decay: float = 0.01,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-6,
+    ):
+        super().__init__(
+            params, {"lr": lr, "weight_decay": weight_decay, "betas": betas, "eps": eps}
+        )
 
     @torch.no_grad()
     def step(self, closure=None) -> None:
@@ -506,7 +582,9 @@ class BertAdamW(torch.optim.Optimizer):
                 p.sub_(group["lr"] * update)
 
 
-def missing_bias_correction(t: np.ndarray | int, betas: tuple[float, float] = (0.9, 0.999)) -> np.ndarray:
+def missing_bias_correction(
+    t: np.ndarray | int, betas: tuple[float, float] = (0.9, 0.999)
+) -> np.ndarray:
     """How many times larger :class:`BertAdamW`'s step ``t`` (from 1) is than bias-corrected Adam's
     for the same gradients: ``(1 − β₁ᵗ) / √(1 − β₂ᵗ)``."""
     t = np.asarray(t, dtype=np.float64)
@@ -518,17 +596,31 @@ def missing_bias_correction(t: np.ndarray | int, betas: tuple[float, float] = (0
 
 def build_flow(dim: int, config: FlowConfig) -> Glow:
     """A fresh :class:`Glow` for ``config``, its random parts drawn from ``config.seed`` only."""
-    with torch.random.fork_rng(devices=[]):  # seed the init without touching the caller's RNG
+    with torch.random.fork_rng(
+        devices=[]
+    ):  # seed the init without touching the caller's RNG
         torch.manual_seed(config.seed)
-        return Glow(dim, config.levels, config.depth, config.width, config.coupling, config.permutation,
-                    config.dead_tol)
+        return Glow(
+            dim,
+            config.levels,
+            config.depth,
+            config.width,
+            config.coupling,
+            config.permutation,
+            config.dead_tol,
+        )
 
 
 def make_optimizer(flow: nn.Module, config: FlowConfig) -> torch.optim.Optimizer:
     """AdamW (eps 1e-6, decay on every flow parameter, as the official code), with or without bias correction."""
     if config.bias_correction:
-        return torch.optim.AdamW(flow.parameters(), lr=config.lr, weight_decay=config.weight_decay, eps=1e-6,
-                                 foreach=True)
+        return torch.optim.AdamW(
+            flow.parameters(),
+            lr=config.lr,
+            weight_decay=config.weight_decay,
+            eps=1e-6,
+            foreach=True,
+        )
     return BertAdamW(flow.parameters(), lr=config.lr, weight_decay=config.weight_decay)
 
 
@@ -540,7 +632,9 @@ def batches(n: int, config: FlowConfig) -> Iterator[torch.Tensor]:
         yield from order.split(config.batch_size)
 
 
-def train_step(flow: Glow, optimizer: torch.optim.Optimizer, batch: torch.Tensor, clip_norm: float) -> float:
+def train_step(
+    flow: Glow, optimizer: torch.optim.Optimizer, batch: torch.Tensor, clip_norm: float
+) -> float:
     """One gradient step on the mean bits/dim of ``batch``; returns that loss (before the step)."""
     loss = flow.bits_per_dim(batch).mean()
     value = loss.item()
@@ -565,7 +659,9 @@ def _as_tensor(embeddings: np.ndarray | torch.Tensor, name: str) -> torch.Tensor
     if isinstance(embeddings, torch.Tensor):
         check_tensor(embeddings, name)
         return embeddings.detach().float()
-    return torch.from_numpy(np.ascontiguousarray(check_matrix(embeddings, name), dtype=np.float32))
+    return torch.from_numpy(
+        np.ascontiguousarray(check_matrix(embeddings, name), dtype=np.float32)
+    )
 
 
 def _config(config: FlowConfig | None, overrides: dict) -> FlowConfig:
@@ -575,8 +671,14 @@ def _config(config: FlowConfig | None, overrides: dict) -> FlowConfig:
     return replace(config or FlowConfig(), **overrides)
 
 
-def fit_flow(embeddings: np.ndarray | torch.Tensor, config: FlowConfig | None = None, *,
-             device: str | torch.device | None = None, progress: bool = True, **overrides) -> FitResult:
+def fit_flow(
+    embeddings: np.ndarray | torch.Tensor,
+    config: FlowConfig | None = None,
+    *,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+    **overrides,
+) -> FitResult:
     """Fit a :class:`Glow` to ``embeddings`` (n, d) by maximum likelihood.
 
     ``config`` (default :class:`FlowConfig`, the official settings) can be changed by keyword,
@@ -585,22 +687,40 @@ def fit_flow(embeddings: np.ndarray | torch.Tensor, config: FlowConfig | None = 
     """
     config = _config(config, overrides)
     x_all = _as_tensor(embeddings, "embeddings")
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = torch.device(device or default_device())
     flow = build_flow(x_all.shape[1], config).to(device).train()
     x_all = x_all.to(device)
     optimizer = make_optimizer(flow, config)
     steps = config.epochs * math.ceil(len(x_all) / config.batch_size)
     losses: list[float] = []
-    with torch_threads(1 if device.type == "cpu" else None), \
-            tqdm(total=steps, disable=not progress, desc="fitting flow", unit="step") as bar:
+    with (
+        torch_threads(1 if device.type == "cpu" else None),
+        tqdm(
+            total=steps, disable=not progress, desc="fitting flow", unit="step"
+        ) as bar,
+    ):
         if config.init_size is not None:
-            with torch.no_grad():  # every ActNorm's data-dependent init sees `init_size` rows
-                flow(x_all[next(batches(len(x_all), replace(config, batch_size=config.init_size)))])
+            with (
+                torch.no_grad()
+            ):  # every ActNorm's data-dependent init sees `init_size` rows
+                flow(
+                    x_all[
+                        next(
+                            batches(
+                                len(x_all), replace(config, batch_size=config.init_size)
+                            )
+                        )
+                    ]
+                )
         for batch in batches(len(x_all), config):
-            value = train_step(flow, optimizer, x_all[batch.to(device)], config.clip_norm)
+            value = train_step(
+                flow, optimizer, x_all[batch.to(device)], config.clip_norm
+            )
             if not math.isfinite(value):
-                raise RuntimeError(f"flow loss became {value} at step {len(losses)}; the fit diverged - "
-                                   f"try a smaller lr (now {config.lr}) or check the embeddings")
+                raise RuntimeError(
+                    f"flow loss became {value} at step {len(losses)}; the fit diverged - "
+                    f"try a smaller lr (now {config.lr}) or check the embeddings"
+                )
             losses.append(value)
             bar.update(1)
     return FitResult(flow=flow.eval(), losses=losses)
@@ -611,7 +731,9 @@ def log_likelihood(flow: Glow, X: np.ndarray | torch.Tensor) -> np.ndarray:
     """``log p(x)`` in nats of each row of ``X`` under ``flow`` (eval mode), computed on the flow's
     own device and dtype and returned as a float64 NumPy array: safe with a flow fitted on a GPU."""
     param = next(flow.parameters())
-    x = torch.as_tensor(check_matrix(X, "X", dim=flow.dim), dtype=param.dtype, device=param.device)
+    x = torch.as_tensor(
+        check_matrix(X, "X", dim=flow.dim), dtype=param.dtype, device=param.device
+    )
     return flow.eval().log_prob(x).cpu().numpy().astype(np.float64)
 
 
@@ -629,8 +751,14 @@ class FlowTransform:
     rows_per_chunk = 4096
 
     def __init__(self, **fit_kwargs):
-        _config(fit_kwargs.get("config"), {k: v for k, v in fit_kwargs.items()
-                                           if k not in ("config", "device", "progress")})
+        _config(
+            fit_kwargs.get("config"),
+            {
+                k: v
+                for k, v in fit_kwargs.items()
+                if k not in ("config", "device", "progress")
+            },
+        )
         self.fit_kwargs = fit_kwargs
         self.flow: Glow | None = None
         self.losses: list[float] = []
@@ -647,9 +775,13 @@ class FlowTransform:
         x = check_matrix(X, "X", dim=self.flow.dim)
         device = next(self.flow.parameters()).device
         out = np.empty(x.shape, dtype=x.dtype)
-        with torch_threads(1 if device.type == "cpu" else None):  # tiny matrices: see _threads
+        with torch_threads(
+            1 if device.type == "cpu" else None
+        ):  # tiny matrices: see _threads
             for start in range(0, len(x), self.rows_per_chunk):
-                chunk = np.ascontiguousarray(x[start : start + self.rows_per_chunk], dtype=np.float32)
+                chunk = np.ascontiguousarray(
+                    x[start : start + self.rows_per_chunk], dtype=np.float32
+                )
                 z, _ = self.flow.eval()(torch.from_numpy(chunk).to(device))
                 out[start : start + self.rows_per_chunk] = z.cpu().numpy()
         return out

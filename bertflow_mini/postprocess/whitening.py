@@ -10,9 +10,10 @@ Both share one small interface, also used by :class:`bertflow_mini.postprocess.f
 * **All-but-the-top** (Mu & Viswanath 2018) only removes the mean and the few dominant
   directions that every embedding shares, leaving the rest untouched.
 """
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -28,8 +29,12 @@ def _whitening_matrix(cov: np.ndarray, k: int | None, eps: float) -> np.ndarray:
     """
     dim = cov.shape[0]
     if k is not None and not 1 <= k <= dim:
-        raise ValueError(f"k must be between 1 and the embedding dimension {dim}, got {k}")
-    u, lam, _ = np.linalg.svd(cov, hermitian=True)  # for a symmetric PSD matrix, SVD = eigendecomposition
+        raise ValueError(
+            f"k must be between 1 and the embedding dimension {dim}, got {k}"
+        )
+    u, lam, _ = np.linalg.svd(
+        cov, hermitian=True
+    )  # for a symmetric PSD matrix, SVD = eigendecomposition
     lam = np.maximum(lam, eps * lam[0])
     w = u / np.sqrt(lam)
     return w if k is None else w[:, :k]
@@ -47,7 +52,9 @@ class Whitening:
     def fit(self, X: np.ndarray) -> Whitening:
         x = check_matrix(X, "X", min_rows=2).astype(np.float64)
         self.mean = x.mean(axis=0)
-        cov = np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])  # np.cov of one column is a scalar
+        cov = np.cov(x, rowvar=False).reshape(
+            x.shape[1], x.shape[1]
+        )  # np.cov of one column is a scalar
         self.W = _whitening_matrix(cov, self.k, self.eps)
         return self
 
@@ -100,10 +107,14 @@ class StreamingWhitening:
 
     def finalize(self, k: int | None = None, eps: float = 1e-6) -> Whitening:
         if self.n < 2:
-            raise ValueError(f"need at least 2 rows to estimate a covariance, got {self.n}")
+            raise ValueError(
+                f"need at least 2 rows to estimate a covariance, got {self.n}"
+            )
         centred_mean = self.sum / self.n
         # Unbiased covariance, the same normalisation as np.cov in Whitening.fit.
-        cov = (self.sum_outer - self.n * np.outer(centred_mean, centred_mean)) / (self.n - 1)
+        cov = (self.sum_outer - self.n * np.outer(centred_mean, centred_mean)) / (
+            self.n - 1
+        )
         whitening = Whitening(k, eps)
         whitening.mean = self.shift + centred_mean
         whitening.W = _whitening_matrix(cov, k, eps)
@@ -126,7 +137,9 @@ class AllButTheTop:
         dim = x.shape[1]
         d = self.n_components if self.n_components is not None else max(1, dim // 100)
         if not 0 <= d < dim:
-            raise ValueError(f"n_components must be between 0 and dim - 1 = {dim - 1}, got {d}")
+            raise ValueError(
+                f"n_components must be between 0 and dim - 1 = {dim - 1}, got {d}"
+            )
         self.mean = x.mean(axis=0)
         # The principal directions are the top eigenvectors of the covariance.
         u, _, _ = np.linalg.svd(np.cov(x, rowvar=False), hermitian=True)

@@ -1,0 +1,246 @@
+"""The commands behind ``python -m bertflow_mini …``: each takes the parsed arguments and returns
+the exit status (the parser and its argument types are in :mod:`bertflow_mini.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import asdict
+
+import pandas as pd
+
+MODEL_FORMS = (
+    "a short name (scratch-bert, scratch-bert@0/@25/@50, <name>@0 for random weights, <name>+simcse, "
+    "all-MiniLM-L6-v2, glove-6B-50d, bert-base-uncased), a Hugging Face hub id, or a folder that exists"
+)
+
+
+def _default_pooling(encoder) -> str:
+    """Averaged word vectors for GloVe; the paper's first-last average for transformers."""
+    return "first-last-avg" if encoder.is_transformer else "avg"
+
+
+def _load(name: str):
+    """The encoder called ``name``. An error about the name itself (it names it: no such folder, not
+    on the hub, no such checkpoint) also says what ``--model`` takes; others (missing data while
+    training on demand) pass unchanged."""
+    from bertflow_mini.encoders.names import load_encoder
+
+    try:
+        return load_encoder(name)
+    except (OSError, ValueError) as err:
+        if repr(name) not in str(err):
+            raise
+        raise ValueError(f"{err}\n--model takes {MODEL_FORMS}") from None
+
+
+#: What --model defaults to, said without deciding it: deciding may probe the network, which only
+#: a command that needs a model does (never ``import`` or ``--help``).
+def _print_table(df: pd.DataFrame) -> None:
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        print(df.to_string(float_format=lambda v: f"{v:.2f}"))
+
+
+def cmd_sts(args: argparse.Namespace) -> int:
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.evaluation.sts import evaluate, results_table, subset_table
+
+    model = args.model
+    encoder = _load(model)
+    pooling = args.pooling or _default_pooling(encoder)
+
+    def embed(sentences: list[str]):
+        return encode(
+            encoder,
+            sentences,
+            pooling,
+            max_length=args.max_length,
+            batch_size=args.batch_size,
+        )
+
+    results = evaluate(embed, args.tasks)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "model": model,
+                    "pooling": pooling,
+                    "results": [asdict(r) for r in results],
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(
+        f"model: {model}   pooling: {pooling}   max_length: {args.max_length}   (Spearman x 100)\n"
+    )
+    table = pd.concat(
+        [results_table(results, "wmean", "wmean"), results_table(results, "all", "all")]
+    )
+    _print_table(table)
+    print("\nper subset:")
+    _print_table(subset_table(results).set_index(["task", "subset"]))
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from bertflow_mini.encoders.pretrain import parse_name
+    from bertflow_mini.evaluation.reproduce import (
+        default_methods,
+        published_rows,
+        reproduce,
+        word_overlap_row,
+    )
+
+    model = args.model
+    encoder = _load(model)
+    pooling = args.pooling or _default_pooling(encoder)
+    methods = args.methods or default_methods(encoder.dim)
+    table = reproduce(
+        encoder, pooling, methods, args.fit, args.tasks, args.seeds, args.aggregation
+    )
+    controls = {"word overlap": word_overlap_row(args.tasks, args.aggregation)}
+    if parse_name(encoder.name) not in (
+        None,
+        0,
+    ):  # scratch-bert: the same network before any training
+        control = reproduce(
+            _load("scratch-bert@0"),
+            pooling,
+            methods,
+            args.fit,
+            args.tasks,
+            args.seeds,
+            args.aggregation,
+        )
+        controls["random init"] = control.formatted().rename(
+            index=lambda m: f"scratch-bert@0 (random init): {m}"
+        )
+    # scratch-bert has no published figures of its own: the paper's bert-base rows give the scale
+    published = published_rows(
+        "bert-base-uncased" if parse_name(encoder.name) is not None else encoder.name,
+        pooling,
+        args.tasks,
+    )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "model": model,
+                    "pooling": pooling,
+                    "fit": args.fit,
+                    "aggregation": args.aggregation,
+                    "seeds": args.seeds,
+                    "mean": table.mean.to_dict(orient="index"),
+                    "std": table.std.to_dict(orient="index"),
+                    "published": published.to_dict(orient="index"),
+                    "controls": {
+                        k: v.to_dict(orient="index") for k, v in controls.items()
+                    },
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(
+        f"model: {model}   pooling: {pooling}   fit: {args.fit}   aggregation: {args.aggregation}"
+        f"   seeds: {args.seeds}   (Spearman x 100)\n"
+    )
+    _print_table(table.formatted())
+    print("\ncontrols (no semantics: how much of a score needs no pretraining at all):")
+    _print_table(pd.concat([v.astype(object) for v in controls.values()]))
+    if not published.empty:
+        which = (
+            "bert-base-uncased, for scale: "
+            if parse_name(encoder.name) is not None
+            else ""
+        )
+        print(f"\npublished ({which}Li et al. 2020; Su et al. 2021; SBERT; SimCSE):")
+        _print_table(published)
+    return 0
+
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    """Fill the embedding cache for every dataset (so the chapters run on a warm cache)."""
+    from bertflow_mini.evaluation.reproduce import embed_task
+
+    encoder = _load(args.model)
+    for task in args.tasks:
+        emb = embed_task(encoder, task, _default_pooling(encoder))
+        print(f"{encoder.name} {task}: {len(emb.sentences)} sentences encoded (cached)")
+    return 0
+
+
+def cmd_pretrain(args: argparse.Namespace) -> int:
+    """Pretrain scratch-bert (or a changed recipe) unless the cache already holds it; print its summary."""
+    from bertflow_mini.encoders.pretrain import (
+        checkpoint,
+        run_dir,
+        steps_for_minutes,
+        training_log,
+        with_overrides,
+    )
+
+    if args.minutes is not None:
+        args.steps = steps_for_minutes(args.minutes)
+    fields = (
+        "layers",
+        "hidden",
+        "heads",
+        "intermediate",
+        "steps",
+        "batch_size",
+        "lr",
+        "corpus",
+        "seed",
+    )
+    recipe = with_overrides(**{f: getattr(args, f) for f in fields})
+    checkpoint("scratch-bert", recipe)
+    rows, info = training_log(recipe)
+    held = rows[-1]["held_out_loss"]
+    print(f"recipe  : {recipe}")
+    print(f"folder  : {run_dir(recipe)}  (checkpoints pct-000 pct-025 pct-050 pct-100)")
+    print(
+        f"corpus  : {info['train_sentences']} training sentences ({info['train_tokens']} wordpieces), "
+        f"{info['held_out_sentences']} held out"
+    )
+    print(
+        f"held-out MLM loss {held:.3f} nats (perplexity {math.exp(held):.1f}); unigram entropy "
+        f"{info['unigram_entropy']:.3f} nats (perplexity {math.exp(info['unigram_entropy']):.1f}); "
+        f"trained in {info['seconds'] / 60:.1f} min"
+    )
+    return 0
+
+
+def cmd_simcse(args: argparse.Namespace) -> int:
+    """Fine-tune each model with unsupervised SimCSE unless cached, then encode every dataset with it
+    and with the base model (what chapter 7 reads)."""
+    import torch
+
+    from bertflow_mini.encoders.names import training_log_of
+    from bertflow_mini.encoders.simcse import SUFFIX
+    from bertflow_mini.evaluation.reproduce import embed_task
+
+    for model in args.models:
+        name = model if model.endswith(SUFFIX) else model + SUFFIX
+        if args.threads:
+            torch.set_num_threads(
+                args.threads
+            )  # simcse.train_and_save keeps this setting
+        encoder = _load(
+            name
+        )  # trains on first use (bertflow_mini.encoders.names.resolve_model)
+        losses, info = training_log_of(name)
+        print(
+            f"{name}: {len(losses)} steps, loss {losses[:10].mean():.3f} -> {losses[-10:].mean():.3f}, "
+            f"trained in {info['seconds'] / 60:.1f} min  [{encoder.source}]"
+        )
+        base = _load(name[: -len(SUFFIX)])  # chapter 7 compares the two
+        for task in args.tasks:
+            for enc in (base, encoder):
+                embed_task(enc, task, _default_pooling(enc), progress=False)
+        print(
+            f"{name}: {len(args.tasks)} datasets encoded (cached), and with {base.name}"
+        )
+    return 0

@@ -1,0 +1,159 @@
+"""Random-init controls: any model's network, untrained, built offline from its config alone.
+
+For any model but the book's own, ``<model>@0`` draws the weights with the library's own initialiser
+(Hugging Face's ``_init_weights``: normal(0, 0.02) for linear and embedding weights, zero biases,
+unit LayerNorm) under a fixed seed, and caches the result like a pretrained checkpoint.
+``@0-trunc`` draws every linear and embedding weight instead from Google's initialiser, the one the
+original BERT (and MultiBERTs' step 0) started from: normal(0, ``initializer_range``) truncated at
+±2 sd (``tf.truncated_normal_initializer``), whose sd is 0.88 of the untruncated one. The two
+controls differ for deep networks (bert-base's shape), not for the miniatures.
+(``scratch-bert@0`` is not built here: it is the pretraining run's own step 0.)
+
+Also :func:`parameter_count`, which builds the same network from its config on PyTorch's meta
+device, and the shapes of Turc et al.'s BERT miniatures (:data:`SHAPES`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+
+from bertflow_mini._io import atomic_dir, cache_dir
+from bertflow_mini.encoders import pretrain
+from bertflow_mini.encoders.sources import (
+    hub_id,
+    hub_options,
+    is_glove,
+    local_folder,
+    offline_error,
+    short_name,
+)
+
+#: Turc et al. (2019)'s BERT miniatures: name -> (layers, hidden). Heads = hidden / 64,
+#: FFN = 4 x hidden; everything else (vocabulary, positions) is bert-base-uncased's.
+SHAPES: dict[str, tuple[int, int]] = {
+    "bert-tiny": (2, 128),
+    "bert-mini": (4, 256),
+    "bert-small": (4, 512),
+    "bert-medium": (8, 512),
+}
+MINIATURES_BASE = "bert-base-uncased"
+#: The random-init controls' initialisers: Hugging Face's normal (``@0``) and Google's truncated
+#: one (``@0-trunc``).
+INITIALISERS = ("hf", "trunc")
+
+
+def check_initialiser(init: str) -> None:
+    """Raise a ``ValueError`` unless ``init`` is one of :data:`INITIALISERS`."""
+    if init not in INITIALISERS:
+        raise ValueError(
+            f"init={init!r}: 'hf' (Hugging Face's normal) or 'trunc' (Google's truncated normal)"
+        )
+
+
+def config_without_weights(base: str) -> tuple[object, str]:
+    """The config of ``base`` and where its tokenizer is, without any weights: a folder or the
+    mirror (``<short name>`` or ``<short name>-tokenizer``), a miniature's shape, else the hub."""
+    from transformers import AutoConfig
+
+    for candidate in (base, f"{short_name(base)}-tokenizer"):
+        folder = local_folder(candidate)
+        if folder is not None and (folder / "config.json").is_file():
+            return AutoConfig.from_pretrained(folder), str(folder)
+    if short_name(base) in SHAPES:
+        layers, hidden = SHAPES[short_name(base)]
+        config, tokenizer = config_without_weights(MINIATURES_BASE)
+        config.update(
+            {
+                "num_hidden_layers": layers,
+                "hidden_size": hidden,
+                "num_attention_heads": hidden // 64,
+                "intermediate_size": 4 * hidden,
+            }
+        )
+        return config, tokenizer
+    source = hub_id(base)
+    try:
+        return AutoConfig.from_pretrained(source, **hub_options(source)), source
+    except (OSError, ValueError) as err:
+        raise offline_error(base, source, err) from err
+
+
+def truncated_normal_(model: torch.nn.Module, std: float, seed: int) -> None:
+    """Redraw every linear and embedding weight of ``model`` in place from normal(0, ``std``)
+    truncated at ±2 sd, as ``tf.truncated_normal_initializer(std)`` does: values outside are drawn
+    again until none is left. Biases and LayerNorm are left as they are (0, and 1 / 0 at
+    initialisation)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+                x = torch.randn(module.weight.shape, generator=generator)
+                outside = x.abs() > 2
+                while outside.any():
+                    x[outside] = torch.randn(int(outside.sum()), generator=generator)
+                    outside = x.abs() > 2
+                module.weight.copy_(std * x)
+
+
+def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
+    """A folder holding ``base``'s architecture with freshly initialised weights (``seed``) and its
+    tokenizer; built once (atomically) and cached under a key of the initialiser, config, seed and
+    library version. ``init``: ``"hf"`` (Hugging Face's normal) or ``"trunc"`` (Google's truncated
+    normal)."""
+    import transformers
+    from transformers import AutoModel, AutoTokenizer
+
+    if is_glove(base):
+        raise ValueError(f"{base}@0: GloVe has no network to initialise")
+    check_initialiser(init)
+    config, tokenizer_source = config_without_weights(base)
+    text = json.dumps(
+        [config.to_json_string(use_diff=False), seed, transformers.__version__],
+        sort_keys=True,
+    )
+    key = hashlib.sha256(text.encode()).hexdigest()[:12]
+    trunc = "trunc-" if init == "trunc" else ""
+    final = cache_dir("models") / f"{short_name(base)}@0-{trunc}seed{seed}-{key}"
+    if final.is_dir():
+        return final
+    with atomic_dir(
+        final
+    ) as staging:  # another process may build the same one first: keep theirs
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = AutoModel.from_config(config)
+        if init == "trunc":
+            truncated_normal_(model, config.initializer_range, seed)
+        model.save_pretrained(staging)
+        AutoTokenizer.from_pretrained(tokenizer_source).save_pretrained(staging)
+        facts = {
+            "base": base,
+            "seed": seed,
+            "init": init,
+            "transformers": transformers.__version__,
+        }
+        (staging / "random_init.json").write_text(json.dumps(facts, indent=2) + "\n")
+    return final
+
+
+def parameter_count(name: str) -> int:
+    """How many parameters ``name``'s network has (pooler included), counted from its config alone:
+    the network is built on PyTorch's meta device, so no weights are read or allocated. A checkpoint
+    or control (``<model>@25``, ``<model>@0``) has its model's count; the book's model is trained
+    first if it has not been."""
+    from transformers import AutoConfig, AutoModel
+
+    base = name.split("@")[0]
+    if is_glove(base):
+        raise ValueError(f"{name}: GloVe is a table of vectors, not a network")
+    if short_name(base) == pretrain.NAME and local_folder(base) is None:
+        config = AutoConfig.from_pretrained(pretrain.checkpoint(short_name(base)))
+    else:
+        config = config_without_weights(base)[0]
+    with torch.device("meta"):
+        model = AutoModel.from_config(config)
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,51 @@
+"""How often each token of a vocabulary occurred in a model's pretraining corpus.
+
+The book's own checkpoints carry exact counts (:func:`token_counts`); for any other model the counts
+are estimated from wordfreq's English word frequencies and the corpus size
+(:func:`estimated_token_counts`, BERT's 3.3 B words by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from bertflow_mini.encoders.checkpoints import checkpoint_token_counts
+from bertflow_mini.geometry.frequency import word_frequencies
+
+#: Words in BERT's pretraining corpus: BooksCorpus (800 M) + English Wikipedia (2,500 M), Devlin et al. 2019.
+BERT_CORPUS_WORDS = 3_300_000_000
+
+
+def estimated_token_counts(
+    vocab: Sequence[str], corpus_words: float = BERT_CORPUS_WORDS
+) -> np.ndarray:
+    """An *estimate* of how often each token of a WordPiece ``vocab`` occurred in a corpus of
+    ``corpus_words`` words: wordfreq's English frequency of the token (``##`` stripped) times
+    ``corpus_words``, rounded; ``[unused…]`` tokens, which BERT's vocabulary reserves and its corpus
+    never contains, and tokens wordfreq does not know count 0."""
+    counts = np.rint(
+        word_frequencies([t.removeprefix("##") for t in vocab]) * corpus_words
+    )
+    counts = counts.astype(np.int64)
+    counts[[t.startswith("[unused") for t in vocab]] = 0
+    return counts
+
+
+def token_counts(
+    model: str, vocab: Sequence[str], corpus_words: float = BERT_CORPUS_WORDS
+) -> tuple[np.ndarray, str]:
+    """How often each token of ``vocab`` occurred in ``model``'s pretraining corpus, and what that
+    number is: the counts a checkpoint pretrained by this package carries (``scratch-bert``), else
+    :func:`estimated_token_counts` for any other model."""
+    try:
+        counts = checkpoint_token_counts(model)
+    except FileNotFoundError:
+        estimate = estimated_token_counts(vocab, corpus_words)
+        return estimate, f"estimated: wordfreq frequency x {corpus_words:,.0f} words"
+    if len(counts) != len(vocab):
+        raise ValueError(
+            f"{model}'s token counts cover {len(counts)} tokens, the vocabulary has {len(vocab)}"
+        )
+    return counts, f"{model}'s pretraining-corpus counts"

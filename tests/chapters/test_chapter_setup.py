@@ -1,0 +1,202 @@
+"""Each chapter's set-up cell: it says which model, data and device produced the page, and seeds every
+random generator a chapter uses, so reruns print the same numbers."""
+
+from __future__ import annotations
+
+import random
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from bertflow_mini.chapters import seed_everything, setup
+
+# setup() styles matplotlib and seeds the global generators: every test gives both back afterwards
+pytestmark = pytest.mark.usefixtures("_restore_global_state")  # tests/conftest.py
+
+
+def draws() -> tuple[float, float, float]:
+    return random.random(), float(np.random.rand()), float(torch.rand(1))
+
+
+def test_seed_everything_seeds_python_numpy_and_torch():
+    # The oracle: each library's own generator, seeded independently.
+    want = (
+        random.Random(7).random(),
+        float(np.random.RandomState(7).rand()),
+        float(torch.rand(1, generator=torch.Generator().manual_seed(7))),
+    )
+    seed_everything(7)
+    assert draws() == want
+    seed_everything(8)
+    assert all(a != b for a, b in zip(draws(), want))
+
+
+def test_setup_with_the_mirror_names_model_data_device_and_seeds(
+    tiny_bert_dir, monkeypatch, capsys
+):
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    monkeypatch.setenv("BERTFLOW_DATA", "/some/mirror")
+    random.seed(99)  # whatever state a previous cell left
+    assert setup("tiny-bert", seed=3) == "tiny-bert"
+    after_setup = draws()
+    seed_everything(3)
+    assert (
+        after_setup == draws()
+    )  # setup(seed=3) left every generator exactly as seed_everything(3) does
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        lines[0]
+        == "model : tiny-bert  (named in the chapter) [local mirror ($BERTFLOW_MODELS)]"
+    )
+    assert lines[1] == "data  : local mirror ($BERTFLOW_DATA)"
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    assert lines[2].startswith(
+        f"device: {device}   torch {torch.__version__.split('+')[0]}"
+    ) and lines[2].endswith("seed 3")
+    assert matplotlib.rcParams["figure.figsize"] == [
+        7.0,
+        4.0,
+    ]  # the book's figure style is on
+
+
+def test_setup_without_a_mirror_says_the_hub_and_the_download_urls(
+    tmp_path, monkeypatch, capsys
+):
+    # A reader's machine or Colab: no mirror, so the paper's model from the hub and data from the web.
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
+    monkeypatch.delenv("BERTFLOW_DATA")
+    assert setup("bert-base-uncased") == "bert-base-uncased"
+    out = capsys.readouterr().out.splitlines()
+    assert (
+        out[0]
+        == "model : bert-base-uncased  (named in the chapter) [Hugging Face hub (bert-base-uncased)]"
+    )
+    assert out[1] == "data  : the hub / official URLs (cached)"
+
+
+def test_setup_default_is_scratch_bert_from_this_machines_cache(
+    tiny_bert_dir, tmp_path, monkeypatch, capsys
+):
+    import shutil
+
+    from bertflow_mini._io import cache_dir
+    from bertflow_mini.encoders.pretrain import DEFAULT, run_dir
+
+    (tmp_path / "mirror").mkdir()
+    monkeypatch.setenv(
+        "BERTFLOW_MODELS", str(tmp_path / "mirror")
+    )  # a mirror without scratch-bert
+    assert run_dir(DEFAULT).is_relative_to(
+        cache_dir()
+    )  # the test's private cache (conftest)
+    shutil.copytree(
+        tiny_bert_dir, run_dir(DEFAULT) / "pct-100"
+    )  # stands in for the pretrained one
+    monkeypatch.delenv("BERTFLOW_MODEL", raising=False)
+    assert setup() == "scratch-bert"
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == (
+        "model : scratch-bert  (a local mirror is configured ($BERTFLOW_MODELS): the book's own model) "
+        "[built on this machine]"
+    )  # no cache path: nothing a reader can open
+
+
+def test_the_default_model_is_the_env_var_then_the_book_model_offline_then_bert_base_in_colab(
+    monkeypatch,
+):
+    from bertflow_mini.encoders import names
+
+    monkeypatch.setenv("BERTFLOW_MODEL", "all-MiniLM-L6-v2")
+    assert (
+        names.default_model() == "all-MiniLM-L6-v2"
+        and "BERTFLOW_MODEL" in names.why_default()
+    )
+    monkeypatch.delenv("BERTFLOW_MODEL")
+    monkeypatch.setenv("BERTFLOW_MODELS", "/a/mirror")
+    monkeypatch.setattr(names, "hub_reachable", lambda: True)
+    assert (
+        names.default_model() == "scratch-bert"
+    )  # a mirror is configured: the project's machines, CI
+    monkeypatch.delenv("BERTFLOW_MODELS")
+    assert (
+        names.default_model() == "bert-base-uncased"
+    )  # Colab: no mirror, the hub answers
+    monkeypatch.setattr(names, "hub_reachable", lambda: False)
+    assert (
+        names.default_model() == "scratch-bert"
+    )  # offline without a mirror: trained here
+
+
+def test_a_claim_fails_the_chapter_for_the_book_model_and_is_a_visible_note_for_any_other(
+    capsys,
+):
+    from bertflow_mini.chapters import chapter as chapter_setup
+    from bertflow_mini.chapters.chapter import ClaimError, claim
+
+    chapter_setup._STATE["model"] = "scratch-bert"
+    assert claim(2 > 1, "two beats one") is True
+    with pytest.raises(
+        ClaimError, match="the control beats the model.*no longer holds"
+    ):
+        claim(False, "the control beats the model", "66.2 vs 63.8")
+    chapter_setup._STATE["model"] = "bert-base-uncased"
+    assert claim(False, "the control beats the model", "63.0 vs 67.1") is False
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "NOTE: the text says 'the control beats the model', written for scratch-bert; "
+        "on bert-base-uncased this does not hold: 63.0 vs 67.1"
+    )
+    chapter_setup._STATE["model"] = "scratch-bert"
+
+
+def test_glue_uses_myst_nb_when_installed_and_only_displays_without_it(monkeypatch):
+    import builtins
+    import sys
+    import types
+
+    from bertflow_mini import chapters as chapter
+
+    calls = []
+    fake = types.ModuleType("myst_nb")
+    fake.glue = lambda name, value, display=True: calls.append(
+        ("myst", name, value, display)
+    )
+    monkeypatch.setitem(sys.modules, "myst_nb", fake)
+    chapter.glue("rho", 0.5, display=False)
+    assert calls == [("myst", "rho", 0.5, False)]
+
+    real_import = builtins.__import__
+
+    def no_myst(name, *args, **kwargs):
+        if name == "myst_nb":
+            raise ImportError("no myst_nb in Colab")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_myst)
+    shown = []
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda value: shown.append(value))
+    chapter.glue("rho", 0.7)  # Colab: shown, not glued
+    chapter.glue("rho", 0.9, display=False)  # hidden glue: nothing at all
+    assert shown == [0.7] and len(calls) == 1
+
+
+def test_glue_gives_myst_nb_plain_python_numbers(monkeypatch):
+    import sys
+    import types
+
+    from bertflow_mini import chapters as chapter
+
+    got = []
+    fake = types.ModuleType("myst_nb")
+    fake.glue = lambda name, value, display=True: got.append(value)
+    monkeypatch.setitem(sys.modules, "myst_nb", fake)
+    chapter.glue("x", np.float64(0.25), display=False)
+    chapter.glue("n", np.int64(3), display=False)
+    assert got == [0.25, 3] and [type(v) for v in got] == [
+        float,
+        int,
+    ]  # formats as {glue:text}`x:.2f`

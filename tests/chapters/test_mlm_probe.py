@@ -1,0 +1,214 @@
+"""The MLM-head probe: the head recomputed from its parts against transformers' own, the bias-vs-
+frequency statistics on hand-made biases, trigram contexts counted by hand, and masked logits
+checked against a one-sentence-at-a-time run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.special
+import torch
+
+from bertflow_mini.chapters.mlm_probe import (
+    bias_vs_frequency,
+    context_logits,
+    frequent_contexts,
+    head_by_hand,
+    output_bias,
+)
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+CLS, SEP, PAD, MASK = 1, 2, 0, 3  # ids inside the tiny model's 40-token vocabulary
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm():
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(
+        vocab_size=40,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+        pad_token_id=PAD,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = BertForMaskedLM(config).eval()
+        with (
+            torch.no_grad()
+        ):  # a non-zero bias and LayerNorm, so every part of the head matters
+            model.cls.predictions.bias.normal_()
+            model.cls.predictions.transform.LayerNorm.bias.normal_()
+    return model
+
+
+def test_head_by_hand_is_the_models_head(tiny_mlm):
+    h = torch.randn(5, 16, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        h_tilde, logits = head_by_hand(tiny_mlm, h)
+        want = tiny_mlm.cls(h)
+    torch.testing.assert_close(logits, want, atol=1e-5, rtol=1e-5)
+    assert h_tilde.shape == (5, 16)
+    np.testing.assert_allclose(
+        output_bias(tiny_mlm), tiny_mlm.cls.predictions.bias.detach().numpy(), atol=1e-7
+    )
+
+
+def test_bias_vs_frequency_on_hand_made_biases():
+    counts = np.array([0, 1, 10, 100, 1000, 0])
+    bias = np.where(counts > 0, 2.0 * np.log(np.maximum(counts, 1)) + 1.0, -7.0)
+    out = bias_vs_frequency(bias, counts)
+    assert out["slope"] == pytest.approx(2.0) and out["spearman"] == pytest.approx(1.0)
+    assert out["pearson"] == pytest.approx(1.0) and out["tokens seen"] == 4
+    assert out["mean b unseen"] == pytest.approx(-7.0)
+    with pytest.raises(ValueError):
+        bias_vs_frequency(bias[:3], counts)
+
+
+SEQS = [
+    np.array([CLS, 5, 7, 9, SEP]),
+    np.array([CLS, 5, 8, 9, SEP]),
+    np.array([CLS, 5, 7, 9, 6, SEP]),
+    np.array([CLS, 6, SEP]),
+]
+
+
+def test_frequent_contexts_counted_by_hand():
+    ctx = frequent_contexts(SEQS, vocab_size=40, n_contexts=1)
+    assert (ctx.left[0], ctx.right[0]) == (
+        5,
+        9,
+    )  # "5 _ 9" occurs 3 times, every other context less
+    assert ctx.counts[0, 7] == 2 and ctx.counts[0, 8] == 1 and ctx.counts.sum() == 3
+    assert sorted(map(tuple, ctx.occurrences[0].tolist())) == [(0, 2), (1, 2), (2, 2)]
+    logp = ctx.log_p_x_given_c()
+    assert logp[0, 7] == pytest.approx(np.log(2 / 3)) and logp[0, 8] == pytest.approx(
+        np.log(1 / 3)
+    )
+    assert logp[0, 5] == -np.inf and ctx.log_p_x_given_c(min_count=2)[0, 8] == -np.inf
+    # [CLS] and [SEP] are never the middle token
+    every = frequent_contexts(SEQS, vocab_size=40, n_contexts=100)
+    assert every.counts[:, [CLS, SEP]].sum() == 0
+    assert every.counts.sum() == sum(len(s) - 2 for s in SEQS)
+
+
+def test_context_logits_match_one_sentence_at_a_time(tiny_mlm):
+    seqs = [np.array([CLS, 5, 7, 9, SEP]), np.array([CLS, 5, 8, 9, 11, 12, SEP])]
+    ctx = frequent_contexts(seqs, vocab_size=40, n_contexts=1)
+    got = context_logits(
+        tiny_mlm,
+        seqs,
+        ctx,
+        mask_id=MASK,
+        pad_id=PAD,
+        special_ids=[PAD],
+        per_context=8,
+        batch_size=2,
+    )
+    assert got.n_occurrences == 2
+    rows = []
+    with torch.no_grad():
+        for s in seqs:  # alone: no padding at all
+            ids = torch.tensor(s).clone()
+            ids[2] = MASK
+            rows.append(tiny_mlm(input_ids=ids[None]).logits[0, 2].double().numpy())
+    np.testing.assert_allclose(got.mean_logits[0], np.mean(rows, axis=0), atol=1e-4)
+    mix = scipy.special.logsumexp(
+        [scipy.special.log_softmax(r) for r in rows], axis=0
+    ) - np.log(2)
+    np.testing.assert_allclose(got.log_mixture[0], mix, atol=1e-4)
+    # h at the [MASK] against the sentence's mean vector, and against the other sentence's
+    h, pooled = [], []
+    with torch.no_grad():
+        for s in seqs:
+            ids = torch.tensor(s).clone()
+            ids[2] = MASK
+            hidden = tiny_mlm.bert(input_ids=ids[None]).last_hidden_state[0]
+            h.append(hidden[2].numpy())
+            pooled.append(hidden.mean(0).numpy())
+    cos = lambda a, b: float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))  # noqa: E731
+    assert got.cos_mask_vs_pooled == pytest.approx(
+        (cos(h[0], pooled[0]) + cos(h[1], pooled[1])) / 2, abs=1e-5
+    )
+    assert got.cos_mask_vs_other == pytest.approx(
+        (cos(h[0], pooled[1]) + cos(h[1], pooled[0])) / 2, abs=1e-5
+    )
+
+
+def test_training_sequences_are_cached_and_equal_a_fresh_tokenisation(monkeypatch):
+    from bertflow_mini.chapters import mlm_probe
+    from bertflow_mini.data import corpus
+    from bertflow_mini.encoders import pretrain
+    from bertflow_mini.encoders.mlm import tokenize
+
+    sentences = [f"sentence number {i} about a dog." for i in range(60)] + ["Hi."]
+    monkeypatch.setattr(
+        corpus, "corpus_sentences", lambda name, root=None: list(sentences)
+    )
+    recipe = pretrain.with_overrides(
+        steps=7
+    )  # any recipe: the cache is keyed by its hash
+    first = mlm_probe.training_sequences(recipe)
+    train, held = corpus.split_held_out(sentences, recipe.held_out)
+    want = tokenize(train, pretrain.load_tokenizer(), recipe.max_length).seqs
+    assert len(first) == len(train) and all((a == b).all() for a, b in zip(first, want))
+    monkeypatch.setattr(
+        corpus, "corpus_sentences", lambda *a, **k: pytest.fail("not cached")
+    )
+    again = mlm_probe.training_sequences(recipe)
+    assert all((a == b).all() for a, b in zip(again, first)) and len(again) == len(
+        first
+    )
+
+
+def test_corpus_token_counts_against_a_counter():
+    from collections import Counter
+
+    from bertflow_mini.chapters.mlm_probe import corpus_token_counts
+
+    seqs = [
+        np.array([101, 7, 7, 9, 102]),
+        np.array([101, 9, 102]),
+        np.array([], dtype=np.int64),
+    ]
+    counts = corpus_token_counts(seqs, 200, special_ids=[101, 102, 0])
+    expected = Counter(int(t) for s in seqs for t in s if t not in (101, 102, 0))
+    assert counts.shape == (200,) and counts.sum() == sum(expected.values())
+    assert {int(i): int(counts[i]) for i in np.flatnonzero(counts)} == dict(expected)
+    with pytest.raises(ValueError):
+        corpus_token_counts([np.array([5, 300])], 200, special_ids=[])
+
+
+def test_all_masked_evaluation_hides_every_target(tiny_mlm):
+    from bertflow_mini.encoders.mlm import IGNORE, MLMData, evaluate_mlm, mask_tokens
+
+    rng = np.random.default_rng(0)
+    seqs = [
+        np.concatenate([[CLS], rng.integers(5, 40, size=12), [SEP]]) for _ in range(6)
+    ]
+    data = MLMData(
+        seqs, pad_id=PAD, mask_id=MASK, special_ids=(PAD, CLS, SEP, MASK), vocab_size=40
+    )
+    got = evaluate_mlm(tiny_mlm, data, batch_size=6, seed=3, all_masked=True)
+    # by hand: the same draw of targets, every one of them [MASK]ed, scored by the full model
+    b = data.batch(range(6))
+    _, labels = mask_tokens(
+        b.ids,
+        b.special,
+        mask_id=MASK,
+        vocab_size=40,
+        gen=torch.Generator().manual_seed(3),
+    )
+    chosen = labels != IGNORE
+    with torch.no_grad():
+        logits = tiny_mlm(
+            input_ids=b.ids.masked_fill(chosen, MASK), attention_mask=b.attention
+        ).logits
+    want = torch.nn.functional.cross_entropy(logits[chosen], labels[chosen]).item()
+    assert got == pytest.approx(want, abs=1e-5)
+    assert evaluate_mlm(tiny_mlm, data, batch_size=6, seed=3) != pytest.approx(
+        got, abs=1e-5
+    )

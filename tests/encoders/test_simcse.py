@@ -1,0 +1,251 @@
+"""Unsupervised SimCSE: the loss against a hand computation, determinism, the cache and the names."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+import torch
+
+from bertflow_mini._io import cache_dir
+from bertflow_mini.encoders import names, simcse
+
+TINY = simcse.SimCSEConfig(steps=3, batch_size=4, lr=1e-3, max_length=16)
+
+
+def test_loss_is_cross_entropy_of_cosines_over_temperature_by_hand():
+    rng = np.random.default_rng(0)
+    z1, z2 = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    u1 = z1 / np.linalg.norm(z1, axis=1, keepdims=True)
+    u2 = z2 / np.linalg.norm(z2, axis=1, keepdims=True)
+    logits = u1 @ u2.T / 0.05
+    want = np.mean([np.log(np.exp(row).sum()) - row[i] for i, row in enumerate(logits)])
+    got = simcse.simcse_loss(torch.tensor(z1), torch.tensor(z2), 0.05).item()
+    assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_loss_limits_identical_rows_give_log_b_and_matched_orthogonal_rows_give_zero():
+    same = torch.ones(8, 4)
+    assert simcse.simcse_loss(same, same).item() == pytest.approx(np.log(8), rel=1e-6)
+    eye = torch.eye(4, dtype=torch.float64)
+    assert simcse.simcse_loss(eye, 3 * eye, temperature=0.01).item() < 1e-40 + 1e-12
+    with pytest.raises(ValueError):
+        simcse.simcse_loss(torch.ones(1, 4), torch.ones(1, 4))
+    with pytest.raises(ValueError):
+        simcse.simcse_loss(eye, eye, temperature=0.0)
+
+
+def test_names():
+    assert simcse.parse_name("scratch-bert+simcse") == "scratch-bert"
+    assert simcse.parse_name("scratch-bert@0+simcse") == "scratch-bert@0"
+    assert (
+        simcse.parse_name("scratch-bert") is None
+        and simcse.parse_name("+simcse") is None
+    )
+
+
+def weights_hash(model) -> str:
+    h = hashlib.sha256()
+    for name, p in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(p.detach().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+SENTENCES = [
+    f"sentence number {i} is about {w}"
+    for i, w in enumerate(["cats", "dogs", "rain", "sun", "tea", "jam"] * 3)
+]
+
+
+def tuned(tiny_bert_dir, config: simcse.SimCSEConfig):
+    from bertflow_mini.encoders.names import load_encoder
+
+    enc = load_encoder(str(tiny_bert_dir), device="cpu")
+    losses = simcse.train_simcse(
+        enc.model, enc.tokenizer, SENTENCES, config, progress=False
+    )
+    return enc.model, losses
+
+
+def test_training_is_deterministic_and_leaves_the_callers_random_state(
+    tiny_bert_dir, one_torch_thread
+):
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    m1, l1 = tuned(tiny_bert_dir, TINY)
+    assert torch.equal(torch.get_rng_state(), before)
+    m2, l2 = tuned(tiny_bert_dir, TINY)
+    m3, _ = tuned(tiny_bert_dir, simcse.SimCSEConfig(**{**TINY.__dict__, "seed": 1}))
+    assert weights_hash(m1) == weights_hash(m2) and l1 == l2
+    assert weights_hash(m1) != weights_hash(m3)
+    assert len(l1) == TINY.steps and np.isfinite(l1).all() and not m1.training
+    from bertflow_mini.encoders.names import load_encoder
+
+    assert weights_hash(m1) != weights_hash(
+        load_encoder(str(tiny_bert_dir), device="cpu").model
+    )
+
+
+def test_training_lowers_the_loss_on_a_fixed_batch(tiny_bert_dir, one_torch_thread):
+    from bertflow_mini.encoders.mlm import tokenize
+    from bertflow_mini.encoders.names import load_encoder
+
+    config = simcse.SimCSEConfig(steps=30, batch_size=8, lr=1e-3, max_length=16)
+    enc = load_encoder(str(tiny_bert_dir), device="cpu")
+    data = tokenize(SENTENCES[:8], enc.tokenizer, 16).batch(range(8))
+
+    def loss_on_batch(model) -> float:
+        model.train()
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            z1, z2 = simcse.embed_twice(model, data.ids, data.attention, config.pooling)
+        return simcse.simcse_loss(z1, z2).item()
+
+    before = loss_on_batch(enc.model)
+    simcse.train_simcse(enc.model, enc.tokenizer, SENTENCES, config, progress=False)
+    assert loss_on_batch(enc.model) < before
+
+
+def test_too_few_sentences_is_an_error(tiny_bert_dir):
+    from bertflow_mini.encoders.names import load_encoder
+
+    enc = load_encoder(str(tiny_bert_dir), device="cpu")
+    with pytest.raises(ValueError, match="batch_size"):
+        simcse.train_simcse(enc.model, enc.tokenizer, SENTENCES[:3], TINY)
+
+
+def test_name_resolves_to_a_cached_folder_keyed_by_base_and_config(
+    tiny_bert_dir, mini_data, monkeypatch, one_torch_thread, capsys
+):
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    monkeypatch.setattr(simcse, "DEFAULT", TINY)
+    folder = names.resolve_model("tiny-bert+simcse")
+    assert "fine-tuning tiny-bert with SimCSE" in capsys.readouterr().out
+    fingerprint = names.load_encoder("tiny-bert", device="cpu").fingerprint
+    assert folder == str(simcse.run_dir("tiny-bert", fingerprint, TINY))
+    assert not list(
+        cache_dir("models").glob(".*partial")
+    )  # nothing half-written left behind
+    losses, info = names.training_log_of("tiny-bert+simcse")
+    assert len(losses) == TINY.steps and info["base_fingerprint"] == fingerprint
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained again although the cache holds the model")
+
+    monkeypatch.setattr(simcse, "train_simcse", no_training)
+    enc = names.load_encoder("tiny-bert+simcse", device="cpu")
+    assert enc.name == "tiny-bert+simcse" and enc.fingerprint != fingerprint
+    other = simcse.SimCSEConfig(**{**TINY.__dict__, "lr": 2e-3})
+    assert simcse.run_dir("tiny-bert", fingerprint, other) != simcse.run_dir(
+        "tiny-bert", fingerprint, TINY
+    )
+    assert simcse.run_dir("tiny-bert", "another-base", TINY) != simcse.run_dir(
+        "tiny-bert", fingerprint, TINY
+    )
+
+
+def test_simcse_method_in_reproduce_is_the_tuned_encoder_without_post_processing(
+    tiny_bert_dir, mini_data, monkeypatch, one_torch_thread
+):
+    from bertflow_mini.encoders.names import load_encoder
+    from bertflow_mini.evaluation import reproduce as rp
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    monkeypatch.setattr(simcse, "DEFAULT", TINY)
+    base = load_encoder("tiny-bert", device="cpu")
+    tuned_enc = names.simcse_encoder(base)
+    assert names.simcse_encoder(base) is tuned_enc  # loaded once
+    evaluation = rp.Evaluation(base, progress=False)
+    got = rp.evaluate_method(
+        base, "STSB", "first-last-avg", "simcse", evaluation=evaluation
+    )
+    want = rp.evaluate_method(
+        tuned_enc, "STSB", "first-last-avg", "none", progress=False
+    )
+    assert got.wmean == want.wmean
+    white = rp.evaluate_method(
+        base, "STSB", "first-last-avg", "simcse+whitening", evaluation=evaluation
+    )
+    assert (
+        white.wmean
+        == rp.evaluate_method(
+            tuned_enc, "STSB", "first-last-avg", "whitening", progress=False
+        ).wmean
+    )
+    plain = rp.evaluate_method(
+        base, "STSB", "first-last-avg", "whitening", evaluation=evaluation
+    )
+    assert plain.wmean != white.wmean  # the base's whitening is not the tuned model's
+    table = rp.reproduce(
+        base,
+        methods=["none", "simcse", "simcse+flow"],
+        tasks=["STSB"],
+        seeds=2,
+        progress=False,
+    )
+    assert table.mean.loc["simcse", "STSB"] == got.wmean
+    assert (
+        table.std.loc["simcse+flow", "STSB"] > 0
+    )  # the flow after SimCSE still runs every seed
+    assert rp.split_method("simcse+whitening-8") == (True, "whitening-8")
+    assert rp.split_method("whitening") == (False, "whitening")
+    with pytest.raises(ValueError):
+        names.simcse_encoder(load_encoder("glove-6B-50d"))
+
+
+def test_method_geometry_uses_the_tables_fits_and_matches_gao_et_als_measurement_by_hand(
+    tiny_bert_dir, mini_data, monkeypatch, one_torch_thread
+):
+    from bertflow_mini.data import load_sts
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.encoders.names import load_encoder
+    from bertflow_mini.evaluation import reproduce as rp
+    from bertflow_mini.geometry.alignment import (
+        method_geometry,
+        stsb_alignment_uniformity,
+    )
+    from bertflow_mini.geometry.isotropy import iso_score
+    from bertflow_mini.postprocess import whitening
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    monkeypatch.setattr(simcse, "DEFAULT", TINY)
+    base = load_encoder("tiny-bert", device="cpu")
+    fits = []
+    real_fit = whitening.Whitening.fit
+    monkeypatch.setattr(
+        whitening.Whitening,
+        "fit",
+        lambda self, X: fits.append(len(X)) or real_fit(self, X),
+    )
+    evaluation = rp.Evaluation(base, progress=False)
+    got = method_geometry(evaluation, ["none", "whitening", "simcse"])
+    evaluation.score("STSB", "first-last-avg", "whitening")
+    assert len(fits) == 1  # one whitening, shared by the geometry and the STS table
+
+    every = rp.embed_task(
+        base, "STSB", progress=False
+    ).vectors  # the table's fitting set
+    white = real_fit(whitening.Whitening(), every)
+    sentences = load_sts("STSB", "test").sentences()
+    for method, embed in {
+        "none": lambda s: encode(base, s, progress=False),
+        "whitening": lambda s: white.transform(encode(base, s, progress=False)),
+        "simcse": lambda s: encode(names.simcse_encoder(base), s, progress=False),
+    }.items():
+        want = stsb_alignment_uniformity(embed)
+        assert got.loc[method, "alignment"] == pytest.approx(
+            want["alignment"], rel=1e-6
+        )
+        assert got.loc[method, "uniformity"] == pytest.approx(
+            want["uniformity"], rel=1e-6
+        )
+        assert got.loc[method, "IsoScore"] == pytest.approx(
+            iso_score(embed(sentences)), rel=1e-6
+        )
+    assert got.loc["whitening", "IsoScore"] > got.loc["none", "IsoScore"]

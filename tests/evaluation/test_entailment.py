@@ -1,0 +1,59 @@
+"""The unsupervised entailment test: AUC and the cosine AUC (the loaders: tests/data/test_entailment.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bertflow_mini.evaluation import entailment as ent
+
+
+def test_auc_equals_the_fraction_of_correctly_ordered_pairs():
+    rng = np.random.default_rng(0)
+    scores = np.round(
+        rng.normal(size=60), 1
+    )  # rounding makes ties, which count one half
+    labels = (rng.random(60) < 0.4).astype(int)
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    want = np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
+    assert ent.auc(scores, labels) == pytest.approx(want)
+    assert ent.auc(np.array([1.0, 2, 3, 4]), np.array([0, 0, 1, 1])) == 1.0
+    # pos 3 beats 1 and 2 and ties 3; pos 4 beats all three: (1 + 1 + 0.5 + 3) / 6; reversed: 1 - that
+    scores, labels = np.array([3.0, 4.0, 1.0, 2.0, 3.0]), np.array([1, 1, 0, 0, 0])
+    assert ent.auc(scores, labels) == pytest.approx(5.5 / 6)
+    assert ent.auc(scores, 1 - labels) == pytest.approx(0.5 / 6)
+    with pytest.raises(ValueError):
+        ent.auc(np.ones(3), np.ones(3))
+    with pytest.raises(ValueError):
+        ent.auc(np.array([np.nan, 1]), np.array([0, 1]))
+
+
+def test_cosine_auc_is_perfect_when_entailing_pairs_are_copies():
+    from bertflow_mini.postprocess.whitening import Whitening
+
+    rng = np.random.default_rng(0)
+    vocab = {f"s{i}": rng.normal(size=8) for i in range(40)}
+    vocab.update(
+        {f"t{i}": vocab[f"s{i}"] * 2 for i in range(20)}
+    )  # t_i points where s_i does
+    first = [f"s{i}" for i in range(40)]
+    second = [f"t{i}" if i < 20 else f"s{(i + 1) % 40}" for i in range(40)]
+    pairs = ent.LabelledPairs(
+        "toy", first, second, np.r_[np.ones(20), np.zeros(20)].astype(int)
+    )
+
+    def embed(s):
+        return np.stack([vocab[x] for x in s])
+
+    assert ent.cosine_auc(pairs, embed) == 100.0
+    fitted_on = []
+
+    class Spy(Whitening):
+        def fit(self, X):
+            fitted_on.append(len(X))
+            return super().fit(X)
+
+    assert 0 <= ent.cosine_auc(pairs, embed, Spy()) <= 100
+    assert (
+        fitted_on == [len(pairs.sentences())] == [60]
+    )  # the paper's target fit: every sentence once
