@@ -5,7 +5,8 @@
 ``plotting``     the book's figure style and its one colour per concept (``COLORS``)
 ``exercises``    ``check``, the exercises' self-checks, and ``confirm``, which keeps their key honest
 ``strength``     how well trained a model is, printed wherever pretraining is judged
-``puzzle``, ``pmi``, ``mlm_probe``, ``synonyms``, ``flow_toys``: one chapter's experiments
+``puzzle``, ``pmi``, ``cooccurrence``, ``mlm_probe``, ``synonyms``, ``flow_toys``: one chapter's
+                 experiments
 ``execute``, ``output_check``: running a chapter and comparing a fresh output with the committed one
 
 Where code lives (one rule for the whole package): a measurement a reader could apply to their own
@@ -19,7 +20,7 @@ holds only what stages the book itself: toy corpora and distributions built for 
 ch.   built for it, in this folder                 measurements it uses from the layers below
 ====  ===========================================  ============================================
 0     ``puzzle``                                   ``evaluation.bootstrap``, ``evaluation.harness``
-1     ``pmi``, ``mlm_probe``                       ``data.corpus``, ``encoders.mlm``
+1     ``pmi``, ``cooccurrence``, ``mlm_probe``     ``data.corpus``, ``encoders.mlm``
 2     —                                            ``geometry.bases``, ``geometry.isotropy``
 3     ``synonyms``, ``puzzle``                     ``geometry.contextual``, ``geometry.frequency``
 4     —                                            ``geometry.token_geometry``, ``degeneration``,

@@ -1,19 +1,18 @@
-"""Tests for bertflow_mini.chapters.pmi: PMI by hand, the λ_c-centred regression, and a trained softmax model."""
+"""Tests for bertflow_mini.chapters.pmi and .cooccurrence: PMI by hand, the λ_c-centred regression, and a trained softmax model."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from bertflow_mini.chapters.cooccurrence import cooccurrence, simple_words
 from bertflow_mini.chapters.pmi import (
-    cooccurrence,
     counts_matrix,
     log_marginal,
     make_joint,
     pmi_matrix,
     regress_logits_on_pmi,
     sample_corpus,
-    simple_words,
     split_half_ceiling,
     train_softmax_model,
     train_softmax_on_counts,
@@ -224,7 +223,7 @@ def test_cooccurrence_with_a_given_vocabulary():
 
 
 def test_nearest_words_and_their_relation_labels():
-    from bertflow_mini.chapters.pmi import nearest_words, neighbour_table
+    from bertflow_mini.chapters.cooccurrence import nearest_words, neighbour_table
 
     vocab = ["cat", "dog", "car", "kitten"]
     X = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [1.0, 0.05]])
