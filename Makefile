@@ -75,7 +75,7 @@ cache: $(VENV)/.installed-book
 	$(PY) -m bertflow_mini pretrain
 	$(PY) -m bertflow_mini encode --model scratch-bert
 	$(PY) -m bertflow_mini encode --model all-MiniLM-L6-v2
-	$(PY) -m bertflow_mini simcse  # chapter 7: scratch-bert(@0)+simcse trained once; both and their bases encoded
+	$(PY) -m bertflow_mini simcse  # chapter 7: scratch-bert(@0)+simcse, seeds 0-2, trained once; all and their bases encoded
 
 # make book fills the cache before executing a chapter, once per change of the package.
 $(BUILD)/.cache-filled: $(PACKAGE) | $(VENV)/.installed-book

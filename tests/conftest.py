@@ -1,5 +1,6 @@
-"""Shared test fixtures: the local mirror, a private embedding cache per test, a tiny BERT made
-offline, and a small copy of the real STS data for fast end-to-end runs."""
+"""Shared test fixtures: the local mirror, a private embedding cache per test, tiny BERTs made
+offline (a checkpoint folder and an in-memory masked LM), and a small copy of the real STS data for
+fast end-to-end runs."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def save_tiny_bert(
     code path, offline. ``hidden=768, heads=12, intermediate=3072`` keeps bert-base's width."""
     need(TOKENIZER_DIR)
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers import BertConfig, BertModel
 
     config = BertConfig.from_pretrained(TOKENIZER_DIR)
     assert (
@@ -105,9 +106,43 @@ def save_tiny_bert(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = BertModel(config).eval()
+    return save_with_bert_tokenizer(model, out)
+
+
+def save_with_bert_tokenizer(model, out: Path) -> Path:
+    """``model`` saved in Hugging Face format under ``out``, beside bert-base-uncased's tokenizer."""
+    need(TOKENIZER_DIR)
+    from transformers import AutoTokenizer
+
     model.save_pretrained(out)
     AutoTokenizer.from_pretrained(TOKENIZER_DIR).save_pretrained(out)
     return out
+
+
+def tiny_mlm(vocab: int = 30522, hidden: int = 16, layers: int = 1, tie: bool = True):
+    """A randomly initialised ``BertForMaskedLM`` in memory: ``layers`` layers × ``hidden`` wide (2 heads,
+    a 2 × ``hidden`` feed-forward, 64 positions) over ``vocab`` tokens (30522: bert-base-uncased's, so
+    its tokenizer fits), in eval mode. The output bias and the head's LayerNorm bias are drawn non-zero,
+    so every part of the MLM head matters. Seeded (0) without touching the global generators."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=64,
+        tie_word_embeddings=tie,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = BertForMaskedLM(config).eval()
+        with torch.no_grad():
+            model.cls.predictions.bias.normal_()
+            model.cls.predictions.transform.LayerNorm.bias.normal_()
+    return model
 
 
 @pytest.fixture(scope="session")

@@ -121,23 +121,29 @@ def test_bench_knn_smoke(capsys):
     )
 
 
-def test_bench_pretrain_smoke(mini_data, monkeypatch, capsys):
-    """Our loop against transformers.Trainer, 2 steps of a 1-layer, 32-wide recipe (given by --set)."""
-    from conftest import TOKENIZER_DIR, need
-
-    need(TOKENIZER_DIR)
-    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
-    tiny = [
+#: A 1-layer, 32-wide pretraining recipe, as ``--set`` arguments (the corpus is each test's).
+TINY_RECIPE = [
+    arg
+    for field in (
         "layers=1",
         "hidden=32",
         "heads=2",
         "intermediate=64",
         "positions=64",
         "batch_size=8",
-        "corpus=sts",
-    ]
+    )
+    for arg in ("--set", field)
+]
+
+
+def test_bench_pretrain_smoke(mini_data, monkeypatch, capsys):
+    """Our loop against transformers.Trainer, 2 steps of a 1-layer, 32-wide recipe (given by --set)."""
+    from conftest import TOKENIZER_DIR, need
+
+    need(TOKENIZER_DIR)
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     load("bench_pretrain").main(
-        ["--speed-steps", "2"] + [a for t in tiny for a in ("--set", t)]
+        ["--speed-steps", "2", *TINY_RECIPE, "--set", "corpus=sts"]
     )
     out = capsys.readouterr().out
     assert "speed, 2 steps of batch 8" in out and "ours / Trainer =" in out
@@ -153,19 +159,19 @@ def test_scratch_bert_smoke(mini_data, monkeypatch, capsys, tmp_path):
 
     need(TOKENIZER_DIR)
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
-    tiny = [
-        "layers=1",
-        "hidden=32",
-        "heads=2",
-        "intermediate=64",
-        "positions=64",
-        "batch_size=8",
-        "corpus=sts",
-    ]
     results = tmp_path / "seeds.json"
     load("scratch_bert").main(
-        ["--steps", "4", "--seeds", "2", "--results", str(results)]
-        + [a for t in tiny for a in ("--set", t)]
+        [
+            "--steps",
+            "4",
+            "--seeds",
+            "2",
+            "--results",
+            str(results),
+            *TINY_RECIPE,
+            "--set",
+            "corpus=sts",
+        ]
     )
     out = capsys.readouterr().out
     for title in (
@@ -266,14 +272,6 @@ def test_scale_curve_smoke(mini_data, monkeypatch, capsys, tmp_path, one_torch_t
     need(TOKENIZER_DIR)
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "cache"))
-    tiny = [
-        "layers=1",
-        "hidden=32",
-        "heads=2",
-        "intermediate=64",
-        "positions=64",
-        "batch_size=8",
-    ]
     results, figure = tmp_path / "scale.json", tmp_path / "scale.png"
     args = [
         "--corpus",
@@ -290,7 +288,8 @@ def test_scale_curve_smoke(mini_data, monkeypatch, capsys, tmp_path, one_torch_t
         str(results),
         "--figure",
         str(figure),
-    ] + [a for t in tiny for a in ("--set", t)]
+        *TINY_RECIPE,
+    ]
     bench = load("scale_curve")
     bench.main(args)
     out = capsys.readouterr().out

@@ -31,6 +31,7 @@ import matplotlib
 import numpy as np
 import pytest
 import torch
+from conftest import tiny_mlm
 
 matplotlib.use("Agg")
 
@@ -412,21 +413,6 @@ def test_the_meta_check_fails_a_helper_that_makes_its_input_on_the_cpu():
         )
 
 
-def _tiny_mlm():
-    from transformers import BertConfig, BertForMaskedLM
-
-    config = BertConfig(
-        vocab_size=50,
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-    )
-    torch.manual_seed(0)
-    return BertForMaskedLM(config).eval()
-
-
 def _contexts():
     from bertflow_mini.chapters import mlm_probe
 
@@ -439,7 +425,7 @@ def test_mlm_probe_makes_its_tensors_on_the_models_device():
     from bertflow_mini.chapters import mlm_probe
 
     seqs, contexts = _contexts()
-    model = _tiny_mlm().to("meta")
+    model = tiny_mlm(vocab=50).to("meta")
     kwargs = {"mask_id": 3, "pad_id": 0, "special_ids": [0, 1, 2, 3], "per_context": 2}
     assert (
         on_meta(lambda: mlm_probe.context_logits(model, seqs, contexts, **kwargs))
@@ -470,8 +456,10 @@ def test_on_cuda_the_helpers_give_the_cpus_numbers():
         )
     seqs, contexts = _contexts()
     kwargs = {"mask_id": 3, "pad_id": 0, "special_ids": [0, 1, 2, 3], "per_context": 2}
-    cpu = mlm_probe.context_logits(_tiny_mlm(), seqs, contexts, **kwargs).mean_logits
+    cpu = mlm_probe.context_logits(
+        tiny_mlm(vocab=50), seqs, contexts, **kwargs
+    ).mean_logits
     gpu = mlm_probe.context_logits(
-        _tiny_mlm().cuda(), seqs, contexts, **kwargs
+        tiny_mlm(vocab=50).cuda(), seqs, contexts, **kwargs
     ).mean_logits
     np.testing.assert_allclose(gpu, cpu, atol=1e-4)

@@ -16,7 +16,9 @@ checkpoint, against counts of the corpus it was trained on:
   (any model but ``scratch-bert``: the book's corpus then stands in for the model's unavailable one);
 * :func:`frequent_contexts` and :func:`context_logits` — for the most frequent contexts
   ``c = (left token, right token)``, the corpus ``log p(x|c)`` from trigram counts, and the MLM's
-  logits at a ``[MASK]`` between the two, averaged over the context's occurrences.
+  logits at a ``[MASK]`` between the two, averaged over the context's occurrences;
+* :func:`held_out_sequences` and :func:`locate_contexts` — the sentences the model never trained
+  on, and the same contexts found in them, so that the probe reads unseen sentences.
 
 Defined for Chapter 1 (``book/01-mlm-and-pmi.ipynb``).
 """
@@ -139,10 +141,27 @@ def frequent_contexts(
     """The ``n_contexts`` most frequent ``(left, right)`` token pairs around an inner token of ``seqs``
     (token-id sequences starting with [CLS] and ending with [SEP], so the middle token is never one of
     them), with the counts of every token seen between them. Ties go to the smaller ids."""
-    left, mid, right, seq, pos = _trigrams(seqs)
-    key = left * vocab_size + right
-    keys, freq = np.unique(key, return_counts=True)
+    trigrams = _trigrams(seqs)
+    keys, freq = np.unique(trigrams[0] * vocab_size + trigrams[2], return_counts=True)
     chosen = keys[np.lexsort((keys, -freq))[:n_contexts]]  # most frequent first
+    return _located(trigrams, chosen, vocab_size)
+
+
+def locate_contexts(seqs: Sequence[np.ndarray], contexts: Contexts) -> Contexts:
+    """The same contexts ``(left, right)``, in the same order, counted and located in other
+    sequences ``seqs`` (held-out ones, say); a context absent from them gets no occurrence."""
+    vocab_size = contexts.counts.shape[1]
+    chosen = contexts.left * vocab_size + contexts.right
+    return _located(_trigrams(seqs), chosen, vocab_size)
+
+
+def _located(
+    trigrams: tuple[np.ndarray, ...], chosen: np.ndarray, vocab_size: int
+) -> Contexts:
+    """The contexts with keys ``left * vocab_size + right`` (in the order of ``chosen``), counted
+    over ``trigrams`` (what :func:`_trigrams` returns)."""
+    left, mid, right, seq, pos = trigrams
+    key = left * vocab_size + right
     by_key = np.argsort(chosen)
     slot = np.clip(np.searchsorted(chosen[by_key], key), 0, len(chosen) - 1)
     hit = chosen[by_key][slot] == key
@@ -257,6 +276,23 @@ def _pack(seqs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 def _unpack(flat: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
     return [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def held_out_sequences(recipe=None) -> tuple[list[np.ndarray], int]:
+    """The token ids of the sentences a ``scratch-bert`` recipe holds out (the share
+    :func:`training_sequences` leaves out), minus any whose ids equal a training sequence's (two
+    sentences that differ only in case or accents tokenise alike under an uncased vocabulary); and
+    how many were dropped for that."""
+    from bertflow_mini.data.corpus import corpus_sentences, split_held_out
+    from bertflow_mini.encoders import pretrain
+    from bertflow_mini.encoders.mlm import tokenize
+
+    recipe = recipe or pretrain.DEFAULT
+    _, held = split_held_out(corpus_sentences(recipe.corpus), recipe.held_out)
+    seqs = tokenize(held, pretrain.load_tokenizer(), recipe.max_length).seqs
+    seen = {np.asarray(s, dtype=np.int64).tobytes() for s in training_sequences(recipe)}
+    kept = [s for s in seqs if np.asarray(s, dtype=np.int64).tobytes() not in seen]
+    return kept, len(seqs) - len(kept)
 
 
 def training_sequences(recipe=None, *, cache: bool = True) -> list[np.ndarray]:

@@ -86,8 +86,8 @@ def cmd_sts(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from bertflow_mini.encoders.pretrain import parse_name
+    from bertflow_mini.evaluation.methods import default_methods
     from bertflow_mini.evaluation.reproduce import (
-        default_methods,
         published_rows,
         reproduce,
         word_overlap_row,
@@ -215,19 +215,23 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
 
 def cmd_simcse(args: argparse.Namespace) -> int:
     """Fine-tune each model with unsupervised SimCSE unless cached, then encode every dataset with it
-    and with the base model (what chapter 7 reads)."""
+    and with the base model (what chapter 7 reads). A base model gets every seed the book runs for it
+    (:func:`bertflow_mini.encoders.names.simcse_seeds`: 0-2 for scratch-bert and its control); a
+    SimCSE name (``<base>+simcse-seed1``) is that one run."""
     import torch
 
-    from bertflow_mini.encoders.names import training_log_of
-    from bertflow_mini.encoders.simcse import SUFFIX
+    from bertflow_mini.encoders.names import simcse_seeds, training_log_of
+    from bertflow_mini.encoders.simcse import parse_name, simcse_name
     from bertflow_mini.evaluation.reproduce import embed_task
 
+    if args.threads:
+        torch.set_num_threads(args.threads)  # simcse.train_and_save keeps this setting
+    runs: list[tuple[str, int]] = []  # (base model, SimCSE seed)
     for model in args.models:
-        name = model if model.endswith(SUFFIX) else model + SUFFIX
-        if args.threads:
-            torch.set_num_threads(
-                args.threads
-            )  # simcse.train_and_save keeps this setting
+        tuned = parse_name(model)
+        runs += [tuned] if tuned else [(model, seed) for seed in simcse_seeds(model)]
+    for base_name, seed in runs:
+        name = simcse_name(base_name, seed)
         encoder = _load(
             name
         )  # trains on first use (bertflow_mini.encoders.names.resolve_model)
@@ -236,7 +240,7 @@ def cmd_simcse(args: argparse.Namespace) -> int:
             f"{name}: {len(losses)} steps, loss {losses[:10].mean():.3f} -> {losses[-10:].mean():.3f}, "
             f"trained in {info['seconds'] / 60:.1f} min  [{encoder.source}]"
         )
-        base = _load(name[: -len(SUFFIX)])  # chapter 7 compares the two
+        base = _load(base_name)  # chapter 7 compares the two
         for task in args.tasks:
             for enc in (base, encoder):
                 embed_task(enc, task, _default_pooling(enc), progress=False)

@@ -317,12 +317,17 @@ def encode_with_dropout(
     seed: int = 0,
     max_length: int = 64,
     batch_size: int = 64,
+    cache: bool = True,
     progress: bool = True,
 ) -> np.ndarray:
     """Sentence embeddings computed with the encoder's dropout **on**, as BERT-flow's official code
     computes the vectors it fits the flow on: every occurrence of a sentence (duplicates included)
-    gets its own dropout mask. Deterministic for a given ``seed`` (the global RNG is left as it was);
-    never cached. Mean poolings and the last layer's CLS only."""
+    gets its own dropout mask. Deterministic for a given ``seed`` (the global RNG is left as it was).
+    Mean poolings and the last layer's CLS only.
+
+    Cached like :func:`encode`, but keyed by everything that decides the masks as well: the whole
+    list in order (duplicates included), ``seed``, ``batch_size``, the dropout rates and the device
+    type (a GPU draws other masks than the CPU)."""
     sentences = _check_sentences(sentences)
     encoder.require_transformer(
         "dropout (GloVe's sentence vectors are fixed word averages)"
@@ -332,15 +337,32 @@ def encode_with_dropout(
         raise ValueError(
             f"pooling {pooling!r}: only mean poolings and the last layer's CLS"
         )
-    with torch.random.fork_rng(
-        devices=cuda_devices(encoder.device)
-    ):  # dropout draws on the model's device
-        torch.manual_seed(seed)
-        encoder.model.train()
-        try:
-            summary = _run_model(encoder, sentences, max_length, batch_size, progress)
-        finally:
-            encoder.model.eval()
+    rates = sorted(
+        {m.p for m in encoder.model.modules() if isinstance(m, torch.nn.Dropout)}
+    )
+    content = (
+        f"{MEANS}+dropout-seed{seed}-batch{batch_size}-p{rates}"
+        f"-{torch.device(encoder.device).type}"
+    )
+    path = embedding_file(
+        encoder.name, encoder.fingerprint, sentences, max_length, content
+    )
+    shape = (encoder.n_layers + 2, len(sentences), encoder.dim)
+    summary = load_cached(path, shape) if cache else None
+    if summary is None:
+        with torch.random.fork_rng(
+            devices=cuda_devices(encoder.device)
+        ):  # dropout draws on the model's device
+            torch.manual_seed(seed)
+            encoder.model.train()
+            try:
+                summary = _run_model(
+                    encoder, sentences, max_length, batch_size, progress
+                )
+            finally:
+                encoder.model.eval()
+        if cache:
+            save_cached(path, summary)
     return _from_summary(summary, spec, encoder.n_layers)
 
 

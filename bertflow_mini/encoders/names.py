@@ -11,6 +11,7 @@ name                               resolves to
 any short name                     ``$BERTFLOW_MODELS/<short name>`` when the mirror has it
 ``scratch-bert``, ``…@25``         the book's own BERT, pretrained on demand (:mod:`.pretrain`)
 ``<name>+simcse``                  ``<name>`` fine-tuned by SimCSE on demand (:mod:`.simcse`)
+``<name>+simcse-seed2``            the same with SimCSE training seed 2 (:func:`simcse_seeds`)
 ``<name>@0``, ``<name>@0-seed3``   ``<name>``'s own config with *random* weights (init seed 0 or 3):
                                    the control for every gain; nothing pretrained is downloaded
 ``<name>@0-trunc``, ``…-trunc-seed3``  the same with Google's initialiser (truncated normal)
@@ -149,12 +150,14 @@ def resolve_model(name: str) -> str:
     if folder is not None:
         return str(folder)
     short = short_name(name)
-    base = simcse.parse_name(short)
-    if base is not None:  # "<base>+simcse": fine-tuned on demand
+    tuned = simcse.parse_name(short)
+    if tuned is not None:  # "<base>+simcse[-seed<k>]": fine-tuned on demand
+        base, seed = tuned
+        config = simcse.config_for(seed)
         base_source = resolve_model(base)
-        folder = simcse.run_dir(base, _fingerprint(base_source))
+        folder = simcse.run_dir(base, _fingerprint(base_source), config)
         if not folder.is_dir():
-            simcse.train_and_save(load_from(base_source, base))
+            simcse.train_and_save(load_from(base_source, base), config)
         return str(folder)
     if (
         pretrain.parse_name(short) is not None
@@ -193,17 +196,34 @@ def load_encoder(name: str, device: str | None = None) -> Encoder:
     return load_from(resolve_model(name), name, device or default_device())
 
 
+#: SimCSE training seeds the book runs for its own model and that model's control (chapter 7)
+SIMCSE_SEEDS = (0, 1, 2)
+
+
+def simcse_seeds(model: str) -> tuple[int, ...]:
+    """The SimCSE seeds the book fine-tunes ``model`` with: :data:`SIMCSE_SEEDS` for the book's own
+    model and its random-init control (about two CPU minutes a run), seed 0 alone for any other
+    model (``bert-base-uncased``: a run wants a GPU)."""
+    return (
+        SIMCSE_SEEDS
+        if short_name(model) in (BOOK_MODEL, control_of(BOOK_MODEL))
+        else (0,)
+    )
+
+
 @lru_cache(maxsize=4)
 def _tuned(
     name: str, fingerprint: str, config: simcse.SimCSEConfig, device: str
 ) -> Encoder:
-    return load_encoder(name + simcse.SUFFIX, device)
+    return load_encoder(simcse.simcse_name(name, config.seed), device)
 
 
-def simcse_encoder(encoder: Encoder) -> Encoder:
-    """The SimCSE-fine-tuned twin of a loaded ``encoder`` (trained on first use, loaded once)."""
+def simcse_encoder(encoder: Encoder, seed: int = 0) -> Encoder:
+    """The SimCSE-fine-tuned twin of a loaded ``encoder``, training seed ``seed`` (trained on first
+    use, loaded once)."""
     encoder.require_transformer("SimCSE (it fine-tunes the weights)")
-    return _tuned(encoder.name, encoder.fingerprint, simcse.DEFAULT, encoder.device)
+    config = simcse.config_for(seed)
+    return _tuned(encoder.name, encoder.fingerprint, config, encoder.device)
 
 
 def training_log_of(name: str):

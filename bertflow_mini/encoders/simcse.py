@@ -8,11 +8,13 @@ the batch is a negative. With cosine similarities ``s_ij = cos(z_i, z'_j)`` and 
 
 a cross-entropy whose correct "class" of row ``i`` is column ``i`` (:func:`simcse_loss`). Unlike the
 flow and whitening, SimCSE changes the encoder's weights, so its result is a new checkpoint, named
-``<base>+simcse`` (``scratch-bert+simcse``, ``scratch-bert@0+simcse``) and cached like the pretrained
-model: the folder's name hashes the base weights, the :class:`SimCSEConfig` and :data:`VERSION`, so a
-changed base or recipe is never served stale weights::
+``<base>+simcse`` (``scratch-bert+simcse``, ``scratch-bert@0+simcse``), or ``<base>+simcse-seed<k>``
+for training seed ``k`` ≥ 1 (:func:`simcse_name`, :func:`parse_name`), and cached like the pretrained
+model: the folder's name hashes the base weights, the :class:`SimCSEConfig` (seed included) and
+:data:`VERSION`, so a changed base or recipe is never served stale weights::
 
-    ~/.cache/bertflow_mini/models/scratch-bert+simcse-<hash>/   # a Hugging Face folder + training_log.csv
+    ~/.cache/bertflow_mini/models/scratch-bert+simcse-<hash>/         # a Hugging Face folder + training_log.csv
+    ~/.cache/bertflow_mini/models/scratch-bert+simcse-seed1-<hash>/   # the same recipe, seed 1
 
 Deviations from Gao et al., all for a 2-core CPU and a 4-layer model: the training sentences are the
 unlabelled STS/SICK sentences the flow is fitted on (Gao et al.: 10⁶ Wikipedia sentences); a fixed
@@ -27,8 +29,9 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +73,19 @@ class SimCSEConfig:
 
 
 DEFAULT = SimCSEConfig()
+
+
+def _check_seed(seed: int) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"a SimCSE seed is an integer >= 0, got {seed!r}")
+    return seed
+
+
+def config_for(seed: int) -> SimCSEConfig:
+    """:data:`DEFAULT` with training seed ``seed`` (seed 0 is :data:`DEFAULT` itself, same cache key)."""
+    return replace(DEFAULT, seed=_check_seed(seed))
+
+
 #: Seconds per step on a 2-core CPU at the default config: only for the "about N minutes" message.
 SECONDS_PER_STEP = 0.9
 
@@ -161,20 +177,40 @@ def train_simcse(
 
 
 # ---------------------------------------------------------------------------------------- names and cache
-def parse_name(name: str) -> str | None:
-    """``"scratch-bert+simcse"`` → ``"scratch-bert"`` (the base model); any other name → None."""
-    base = str(name)
-    return (
-        base[: -len(SUFFIX)]
-        if base.endswith(SUFFIX) and len(base) > len(SUFFIX)
-        else None
-    )
+#: ``<base>+simcse`` (seed 0) or ``<base>+simcse-seed<k>`` (``k`` ≥ 1, no leading zero)
+_NAME = re.compile(rf"^(?P<base>.+){re.escape(SUFFIX)}(?:-seed(?P<seed>[1-9][0-9]*))?$")
+
+
+def simcse_name(base: str, seed: int = 0) -> str:
+    """The name of ``base`` fine-tuned by SimCSE with training seed ``seed``: ``"scratch-bert+simcse"``
+    (seed 0), ``"scratch-bert+simcse-seed2"``; :func:`parse_name` reads it back."""
+    return f"{base}{SUFFIX}" + (f"-seed{seed}" if _check_seed(seed) else "")
+
+
+def parse_name(name: str) -> tuple[str, int] | None:
+    """``"scratch-bert+simcse"`` → ``("scratch-bert", 0)``, ``"scratch-bert@0+simcse-seed2"`` →
+    ``("scratch-bert@0", 2)``: the base model and the SimCSE seed; a name without the suffix → None.
+
+    A malformed seed tail (``+simcse-seed0``, ``+simcse-seedx``, ``+simcse-2``) is a ``ValueError``."""
+    name = str(name)
+    match = _NAME.match(name)
+    if match is not None:
+        return match["base"], int(match["seed"] or 0)
+    head, sep, tail = name.rpartition(SUFFIX + "-")
+    if sep and head:
+        raise ValueError(
+            f"{name!r}: a SimCSE model is named <base>{SUFFIX} (seed 0) or "
+            f"<base>{SUFFIX}-seed<k> with k >= 1, e.g. {simcse_name(head, 1)!r}; got the tail {tail!r}"
+        )
+    return None
 
 
 def run_dir(base: str, fingerprint: str, config: SimCSEConfig | None = None) -> Path:
-    """Where the SimCSE model of ``base`` (weights ``fingerprint``) and ``config`` lives."""
+    """Where the SimCSE model of ``base`` (weights ``fingerprint``) and ``config`` lives; the folder
+    is named after :func:`simcse_name` of the config's seed, then the key."""
     config = config or DEFAULT
-    return cache_dir("models") / f"{short_name(base)}{SUFFIX}-{config.key(fingerprint)}"
+    name = simcse_name(short_name(base), config.seed)
+    return cache_dir("models") / f"{name}-{config.key(fingerprint)}"
 
 
 def _write_log(folder: Path, losses: list[float], info: dict) -> None:
@@ -194,7 +230,8 @@ def train_and_save(
 ) -> Path:
     """Fine-tune a loaded transformer ``encoder`` with SimCSE and save it atomically (the folder
     appears complete or not at all) under :func:`run_dir`; a no-op when the cache already holds it.
-    Trains on the encoder's device. Returns the folder. (By name: ``load_encoder("<base>+simcse")``.)"""
+    Trains on the encoder's device. Returns the folder. (By name: ``load_encoder("<base>+simcse")``,
+    ``load_encoder("<base>+simcse-seed1")``.)"""
     import copy
 
     from bertflow_mini.data.corpus import corpus_sentences
@@ -206,7 +243,7 @@ def train_and_save(
         return final
     minutes = config.steps * SECONDS_PER_STEP / 60
     print(
-        f"{encoder.name}{SUFFIX}: not cached; fine-tuning {encoder.name} with SimCSE now (about "
+        f"{simcse_name(encoder.name, config.seed)}: not cached; fine-tuning {encoder.name} with SimCSE now (about "
         f"{minutes:.0f} minutes on a 2-core CPU) …",
         flush=True,
     )

@@ -11,7 +11,8 @@ For every dataset the steps are the paper's:
 
 An :class:`Evaluation` holds one encoder's work for a whole table: each dataset is parsed, hashed
 and looked up in the embedding cache once, and each post-processor is fitted once per fitting set.
-A new post-processor is one entry in :data:`POSTPROCESSORS`.
+A new post-processor is one entry in
+:data:`~bertflow_mini.evaluation.methods.POSTPROCESSORS`.
 """
 
 from __future__ import annotations
@@ -29,10 +30,8 @@ from bertflow_mini.encoders.encoder import Encoder, encode
 from bertflow_mini.encoders.pooling import Pooling
 from bertflow_mini.evaluation.methods import (
     METHODS,
-    POSTPROCESSORS,
     STOCHASTIC,
     PostProcessor,
-    default_methods,
     make_postprocessor,
     parse_method,
     split_method,
@@ -45,20 +44,13 @@ from bertflow_mini.evaluation.sts import (
     score_similarities,
 )
 
-# the method names (bertflow_mini.evaluation.methods) are here too: a table is asked for by them
 __all__ = [
-    "METHODS",
-    "POSTPROCESSORS",
     "Embedded",
     "Evaluation",
-    "default_methods",
     "evaluate_method",
     "fitting_sentences",
-    "make_postprocessor",
-    "parse_method",
     "reproduce",
     "rows_table",
-    "split_method",
 ]
 
 
@@ -183,15 +175,17 @@ class Evaluation:
             self._fitted[key] = post
         return self._fitted[key]
 
-    def simcse(self) -> Evaluation:
-        """The evaluation of this encoder fine-tuned by SimCSE (:mod:`bertflow_mini.encoders.simcse`), made once."""
+    def simcse(self, seed: int = 0) -> Evaluation:
+        """The evaluation of this encoder fine-tuned by SimCSE with training seed ``seed``
+        (:mod:`bertflow_mini.encoders.simcse`), made once per seed."""
         from bertflow_mini.encoders.names import simcse_encoder
 
-        if "simcse" not in self._fitted:
-            self._fitted["simcse"] = Evaluation(
-                simcse_encoder(self.encoder), self.progress
+        key = ("simcse", seed)
+        if key not in self._fitted:
+            self._fitted[key] = Evaluation(
+                simcse_encoder(self.encoder, seed), self.progress
             )
-        return self._fitted["simcse"]
+        return self._fitted[key]
 
     def similarities(
         self,

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.special
 import torch
+from conftest import tiny_mlm
 
 from bertflow_mini.chapters.mlm_probe import (
     bias_vs_frequency,
@@ -22,38 +23,20 @@ CLS, SEP, PAD, MASK = 1, 2, 0, 3  # ids inside the tiny model's 40-token vocabul
 
 
 @pytest.fixture(scope="module")
-def tiny_mlm():
-    from transformers import BertConfig, BertForMaskedLM
-
-    config = BertConfig(
-        vocab_size=40,
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-        pad_token_id=PAD,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = BertForMaskedLM(config).eval()
-        with (
-            torch.no_grad()
-        ):  # a non-zero bias and LayerNorm, so every part of the head matters
-            model.cls.predictions.bias.normal_()
-            model.cls.predictions.transform.LayerNorm.bias.normal_()
-    return model
+def model():
+    """A tiny two-layer masked LM over a 40-token vocabulary."""
+    return tiny_mlm(vocab=40, layers=2)
 
 
-def test_head_by_hand_is_the_models_head(tiny_mlm):
+def test_head_by_hand_is_the_models_head(model):
     h = torch.randn(5, 16, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        h_tilde, logits = head_by_hand(tiny_mlm, h)
-        want = tiny_mlm.cls(h)
+        h_tilde, logits = head_by_hand(model, h)
+        want = model.cls(h)
     torch.testing.assert_close(logits, want, atol=1e-5, rtol=1e-5)
     assert h_tilde.shape == (5, 16)
     np.testing.assert_allclose(
-        output_bias(tiny_mlm), tiny_mlm.cls.predictions.bias.detach().numpy(), atol=1e-7
+        output_bias(model), model.cls.predictions.bias.detach().numpy(), atol=1e-7
     )
 
 
@@ -95,11 +78,11 @@ def test_frequent_contexts_counted_by_hand():
     assert every.counts.sum() == sum(len(s) - 2 for s in SEQS)
 
 
-def test_context_logits_match_one_sentence_at_a_time(tiny_mlm):
+def test_context_logits_match_one_sentence_at_a_time(model):
     seqs = [np.array([CLS, 5, 7, 9, SEP]), np.array([CLS, 5, 8, 9, 11, 12, SEP])]
     ctx = frequent_contexts(seqs, vocab_size=40, n_contexts=1)
     got = context_logits(
-        tiny_mlm,
+        model,
         seqs,
         ctx,
         mask_id=MASK,
@@ -114,7 +97,7 @@ def test_context_logits_match_one_sentence_at_a_time(tiny_mlm):
         for s in seqs:  # alone: no padding at all
             ids = torch.tensor(s).clone()
             ids[2] = MASK
-            rows.append(tiny_mlm(input_ids=ids[None]).logits[0, 2].double().numpy())
+            rows.append(model(input_ids=ids[None]).logits[0, 2].double().numpy())
     np.testing.assert_allclose(got.mean_logits[0], np.mean(rows, axis=0), atol=1e-4)
     mix = scipy.special.logsumexp(
         [scipy.special.log_softmax(r) for r in rows], axis=0
@@ -126,7 +109,7 @@ def test_context_logits_match_one_sentence_at_a_time(tiny_mlm):
         for s in seqs:
             ids = torch.tensor(s).clone()
             ids[2] = MASK
-            hidden = tiny_mlm.bert(input_ids=ids[None]).last_hidden_state[0]
+            hidden = model.bert(input_ids=ids[None]).last_hidden_state[0]
             h.append(hidden[2].numpy())
             pooled.append(hidden.mean(0).numpy())
     cos = lambda a, b: float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))  # noqa: E731
@@ -182,7 +165,7 @@ def test_corpus_token_counts_against_a_counter():
         corpus_token_counts([np.array([5, 300])], 200, special_ids=[])
 
 
-def test_all_masked_evaluation_hides_every_target(tiny_mlm):
+def test_all_masked_evaluation_hides_every_target(model):
     from bertflow_mini.encoders.mlm import IGNORE, MLMData, evaluate_mlm, mask_tokens
 
     rng = np.random.default_rng(0)
@@ -192,7 +175,7 @@ def test_all_masked_evaluation_hides_every_target(tiny_mlm):
     data = MLMData(
         seqs, pad_id=PAD, mask_id=MASK, special_ids=(PAD, CLS, SEP, MASK), vocab_size=40
     )
-    got = evaluate_mlm(tiny_mlm, data, batch_size=6, seed=3, all_masked=True)
+    got = evaluate_mlm(model, data, batch_size=6, seed=3, all_masked=True)
     # by hand: the same draw of targets, every one of them [MASK]ed, scored by the full model
     b = data.batch(range(6))
     _, labels = mask_tokens(
@@ -204,11 +187,61 @@ def test_all_masked_evaluation_hides_every_target(tiny_mlm):
     )
     chosen = labels != IGNORE
     with torch.no_grad():
-        logits = tiny_mlm(
+        logits = model(
             input_ids=b.ids.masked_fill(chosen, MASK), attention_mask=b.attention
         ).logits
     want = torch.nn.functional.cross_entropy(logits[chosen], labels[chosen]).item()
     assert got == pytest.approx(want, abs=1e-5)
-    assert evaluate_mlm(tiny_mlm, data, batch_size=6, seed=3) != pytest.approx(
+    assert evaluate_mlm(model, data, batch_size=6, seed=3) != pytest.approx(
         got, abs=1e-5
     )
+
+
+def test_locate_contexts_counts_the_same_contexts_in_other_sequences():
+    from bertflow_mini.chapters.mlm_probe import locate_contexts
+
+    ctx = frequent_contexts(SEQS, vocab_size=40, n_contexts=3)
+    other = [
+        np.array([CLS, 5, 8, 9, SEP]),
+        np.array([CLS, 4, 4, 4, SEP]),
+        np.array([CLS, 5, 7, 9, 5, 6, 9, SEP]),
+    ]
+    got = locate_contexts(other, ctx)
+    assert (got.left == ctx.left).all() and (got.right == ctx.right).all()
+    for k, (lft, rgt) in enumerate(zip(ctx.left, ctx.right)):  # brute force
+        where = [
+            (n, p)
+            for n, s in enumerate(other)
+            for p in range(1, len(s) - 1)
+            if (s[p - 1], s[p + 1]) == (lft, rgt)
+        ]
+        assert sorted(map(tuple, got.occurrences[k].tolist())) == where
+        want = np.bincount([other[n][p] for n, p in where], minlength=40)
+        assert (got.counts[k] == want).all()
+    assert got.counts.sum() < sum(len(s) - 2 for s in other)  # "4 _ 4" is not a context
+
+
+def test_held_out_sequences_drop_what_tokenises_like_a_training_sentence(monkeypatch):
+    from bertflow_mini.chapters import mlm_probe
+    from bertflow_mini.data import corpus
+    from bertflow_mini.encoders import pretrain
+    from bertflow_mini.encoders.mlm import tokenize
+
+    recipe = pretrain.with_overrides(held_out=0.5, steps=5)
+    sentences = [f"a sentence numbered {i} about a cat." for i in range(40)]
+    _, held = corpus.split_held_out(sentences, recipe.held_out)
+    twin = next(  # the same words as a held-out sentence, in another case, in training
+        v
+        for h in held
+        for v in (h.upper(), h.capitalize(), h.title())
+        if not corpus.is_held_out(v, recipe.held_out)
+    )
+    copied = next(h for h in held if twin.lower() == h)
+    monkeypatch.setattr(
+        corpus, "corpus_sentences", lambda name, root=None: [*sentences, twin]
+    )
+    got, dropped = mlm_probe.held_out_sequences(recipe)
+    keep = [h for h in held if h != copied]
+    want = tokenize(keep, pretrain.load_tokenizer(), recipe.max_length).seqs
+    assert dropped == 1 and len(got) == len(keep) == len(held) - 1
+    assert all((a == b).all() for a, b in zip(got, want))

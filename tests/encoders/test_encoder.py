@@ -465,6 +465,51 @@ def test_encoding_with_dropout_is_seeded_noisy_per_occurrence_and_leaves_the_mod
     assert not np.allclose(a, clean, atol=1e-4)
 
 
+def test_encoding_with_dropout_is_cached_by_everything_that_decides_the_masks(
+    tiny, monkeypatch
+):
+    """A second call with the same list, seed, batch size and rates reads the cache (the model
+    is not run) and returns the same vectors; a changed seed, batch size, order or rate is a new
+    entry, computed afresh."""
+    import bertflow_mini.encoders.encoder as encoder_module
+
+    sentences = SENTENCES[:3] + SENTENCES[:1]
+    first = encode_with_dropout(tiny, sentences, "last-avg", seed=3, progress=False)
+    fresh = encode_with_dropout(
+        tiny, sentences, "last-avg", seed=3, cache=False, progress=False
+    )
+    np.testing.assert_array_equal(first, fresh)
+    calls = []
+    real_run = encoder_module._run_model
+    monkeypatch.setattr(
+        encoder_module,
+        "_run_model",
+        lambda *a, **k: calls.append(a[1]) or real_run(*a, **k),
+    )
+    again = encode_with_dropout(
+        tiny, sentences, "first-last-avg", seed=3, progress=False
+    )
+    assert calls == []  # another pooling of the same draw: from the cache
+    np.testing.assert_array_equal(
+        again,
+        encode_with_dropout(
+            tiny, sentences, "first-last-avg", seed=3, cache=False, progress=False
+        ),
+    )
+    calls.clear()
+    encode_with_dropout(tiny, sentences, "last-avg", seed=4, progress=False)
+    encode_with_dropout(
+        tiny, sentences, "last-avg", seed=3, batch_size=2, progress=False
+    )
+    encode_with_dropout(tiny, sentences[::-1], "last-avg", seed=3, progress=False)
+    for module in tiny.model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    at_p0 = encode_with_dropout(tiny, sentences, "last-avg", seed=3, progress=False)
+    assert len(calls) == 4
+    assert not np.allclose(at_p0, first, atol=1e-4)
+
+
 def test_encoding_with_dropout_at_p0_is_the_plain_encoding(tiny):
     for module in tiny.model.modules():
         if isinstance(module, torch.nn.Dropout):

@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import pytest
 import torch
-from conftest import SHARED, TOKENIZER_DIR, need
+from conftest import SHARED, TOKENIZER_DIR, need, tiny_mlm
 
 from bertflow_mini.data import corpus
 from bertflow_mini.encoders import mlm, pretrain
@@ -232,18 +232,7 @@ def test_weight_decay_shrinks_weights_but_not_biases_and_layernorm():
     # parameter by 1 - lr * weight_decay of its group, and Adam's m / (sqrt(v) + eps) is 0. BERT's
     # rule, checked on the step itself: every weight shrinks by that factor, while biases and both
     # LayerNorm parameters (found by module type, not by name) stay as they are.
-    from transformers import BertConfig, BertForMaskedLM
-
-    model = BertForMaskedLM(
-        BertConfig(
-            vocab_size=50,
-            hidden_size=8,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=16,
-            max_position_embeddings=16,
-        )
-    )
+    model = tiny_mlm(vocab=50)
     exempt = {
         id(p)
         for m in model.modules()

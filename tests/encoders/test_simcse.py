@@ -37,12 +37,74 @@ def test_loss_limits_identical_rows_give_log_b_and_matched_orthogonal_rows_give_
 
 
 def test_names():
-    assert simcse.parse_name("scratch-bert+simcse") == "scratch-bert"
-    assert simcse.parse_name("scratch-bert@0+simcse") == "scratch-bert@0"
+    assert simcse.parse_name("scratch-bert+simcse") == ("scratch-bert", 0)
+    assert simcse.parse_name("scratch-bert@0+simcse") == ("scratch-bert@0", 0)
+    assert simcse.parse_name("scratch-bert+simcse-seed1") == ("scratch-bert", 1)
+    assert simcse.parse_name("scratch-bert@0-seed3+simcse-seed12") == (
+        "scratch-bert@0-seed3",
+        12,
+    )
     assert (
         simcse.parse_name("scratch-bert") is None
         and simcse.parse_name("+simcse") is None
+        and simcse.parse_name("scratch-bert@0-seed3") is None
     )
+
+
+@pytest.mark.parametrize("base", ["scratch-bert", "scratch-bert@0-seed3", "org/x"])
+@pytest.mark.parametrize("seed", [0, 1, 2, 10])
+def test_seed_names_round_trip(base, seed):
+    name = simcse.simcse_name(base, seed)
+    assert name.startswith(base + "+simcse") and name.endswith(
+        str(seed) if seed else ""
+    )
+    assert simcse.parse_name(name) == (base, seed)
+    assert simcse.simcse_name(*simcse.parse_name(name)) == name
+
+
+@pytest.mark.parametrize(
+    "name", ["x+simcse-seed0", "x+simcse-seed01", "x+simcse-seedx", "x+simcse-2"]
+)
+def test_a_malformed_seed_tail_is_an_error_naming_the_forms(name):
+    with pytest.raises(ValueError, match=r"\+simcse-seed<k>") as err:
+        simcse.parse_name(name)
+    assert repr(name) in str(err.value)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.0, True, "1"])
+def test_a_seed_must_be_a_non_negative_integer(seed):
+    with pytest.raises(ValueError, match="seed"):
+        simcse.simcse_name("x", seed)
+    with pytest.raises(ValueError, match="seed"):
+        simcse.config_for(seed)
+
+
+def test_seed_zero_keeps_the_seedless_names_cache_folder_and_other_seeds_get_their_own():
+    fingerprint = "0123456789ab"
+    plain = (
+        simcse.SimCSEConfig()
+    )  # the config every cached seed-0 model was trained with
+    assert simcse.config_for(0) == plain
+    assert simcse.config_for(0).key(fingerprint) == plain.key(fingerprint)
+    folder = simcse.run_dir("scratch-bert", fingerprint, simcse.config_for(0))
+    assert folder.name == f"scratch-bert+simcse-{plain.key(fingerprint)}"
+    assert folder == simcse.run_dir("scratch-bert", fingerprint)  # no config: seed 0
+    seeded = {
+        simcse.run_dir("scratch-bert", fingerprint, simcse.config_for(s))
+        for s in (0, 1, 2)
+    }
+    assert len(seeded) == 3
+    one = simcse.run_dir("scratch-bert", fingerprint, simcse.config_for(1))
+    assert one.name.startswith("scratch-bert+simcse-seed1-")
+    assert simcse.config_for(1).key(fingerprint) != plain.key(fingerprint)
+
+
+def test_the_book_runs_three_seeds_on_its_model_and_control_one_elsewhere():
+    book = names.BOOK_MODEL
+    assert names.simcse_seeds(book) == names.simcse_seeds(names.control_of(book))
+    assert len(names.simcse_seeds(book)) >= 3 and names.simcse_seeds(book)[0] == 0
+    assert names.simcse_seeds("bert-base-uncased") == (0,)
+    assert names.simcse_seeds(names.control_of(book, seed=3)) == (0,)
 
 
 def weights_hash(model) -> str:
@@ -249,3 +311,46 @@ def test_method_geometry_uses_the_tables_fits_and_matches_gao_et_als_measurement
             iso_score(embed(sentences)), rel=1e-6
         )
     assert got.loc["whitening", "IsoScore"] > got.loc["none", "IsoScore"]
+
+
+def weight_files(folder) -> dict[str, str]:
+    from pathlib import Path
+
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in Path(folder).iterdir()
+        if p.suffix in (".safetensors", ".bin")
+    }
+
+
+def test_a_seed_name_trains_its_own_deterministic_model(
+    tiny_bert_dir, mini_data, monkeypatch, one_torch_thread, tmp_path
+):
+    from bertflow_mini.evaluation.reproduce import Evaluation
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    monkeypatch.setattr(simcse, "DEFAULT", TINY)
+    zero, one = (names.resolve_model(f"tiny-bert+simcse{t}") for t in ("", "-seed1"))
+    base = names.load_encoder("tiny-bert", device="cpu")
+    seed1 = simcse.SimCSEConfig(**{**TINY.__dict__, "seed": 1})
+    assert one == str(simcse.run_dir("tiny-bert", base.fingerprint, seed1))
+    assert zero == str(simcse.run_dir("tiny-bert", base.fingerprint, TINY))
+    assert weight_files(zero) != weight_files(one)
+    _, info = names.training_log_of("tiny-bert+simcse-seed1")
+    assert info["config"] == {**TINY.__dict__, "seed": 1}
+    assert info["base_fingerprint"] == base.fingerprint
+
+    tuned = names.simcse_encoder(base, seed=1)
+    assert tuned.name == "tiny-bert+simcse-seed1" and tuned.source == one
+    assert weights_hash(tuned.model) != weights_hash(names.simcse_encoder(base).model)
+    evaluation = Evaluation(base, progress=False)
+    assert evaluation.simcse(1).encoder is tuned and evaluation.simcse(
+        1
+    ) is evaluation.simcse(1)
+    assert evaluation.simcse().encoder is names.simcse_encoder(base)
+
+    # the same seed, trained again from scratch in another cache: the same weights, byte for byte
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "second-cache"))
+    again = simcse.train_and_save(base, simcse.config_for(1), progress=False)
+    assert str(again) != one and weight_files(again) == weight_files(one)

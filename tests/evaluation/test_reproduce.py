@@ -12,6 +12,7 @@ from scipy.stats import spearmanr
 
 from bertflow_mini.cli import main
 from bertflow_mini.data import load_sts
+from bertflow_mini.evaluation import methods
 from bertflow_mini.evaluation import reproduce as rp
 from bertflow_mini.evaluation.sts import score_pairs
 
@@ -69,17 +70,18 @@ def test_the_other_fit_never_sees_a_sentence_of_the_target():
 def test_postprocessors_by_name():
     from bertflow_mini.postprocess.whitening import AllButTheTop, Whitening
 
-    assert rp.make_postprocessor("none") is None
-    assert isinstance(rp.make_postprocessor("whitening"), Whitening)
-    assert rp.make_postprocessor("whitening-16").k == 16
-    assert isinstance(rp.make_postprocessor("abtt"), AllButTheTop)
-    assert rp.make_postprocessor("abtt-3").n_components == 3
-    assert rp.parse_method("whitening-256") == ("whitening", 256) and rp.parse_method(
-        "flow"
-    ) == ("flow", None)
+    assert methods.make_postprocessor("none") is None
+    assert isinstance(methods.make_postprocessor("whitening"), Whitening)
+    assert methods.make_postprocessor("whitening-16").k == 16
+    assert isinstance(methods.make_postprocessor("abtt"), AllButTheTop)
+    assert methods.make_postprocessor("abtt-3").n_components == 3
+    assert methods.parse_method("whitening-256") == (
+        "whitening",
+        256,
+    ) and methods.parse_method("flow") == ("flow", None)
     for bad in ("pca", "whitening-0", "whitening-x", "flow-3"):
         with pytest.raises(ValueError):
-            rp.make_postprocessor(bad)
+            methods.make_postprocessor(bad)
 
 
 def test_a_method_is_one_entry_in_the_registry(glove, monkeypatch):
@@ -90,7 +92,9 @@ def test_a_method_is_one_entry_in_the_registry(glove, monkeypatch):
         def transform(self, X):
             return -X
 
-    monkeypatch.setitem(rp.POSTPROCESSORS, "negate", lambda k, seed, progress: Negate())
+    monkeypatch.setitem(
+        methods.POSTPROCESSORS, "negate", lambda k, seed, progress: Negate()
+    )
     table = rp.reproduce(
         glove, "avg", ["none", "negate"], tasks=["STSB"], progress=False
     )
@@ -306,12 +310,12 @@ def test_a_real_flow_fitted_on_training_sentences_only(glove, mini_data, monkeyp
 
 def test_default_methods_scale_the_truncation_like_the_whitening_paper():
     assert (
-        rp.default_methods(768)[3] == "whitening-256"
-        and rp.default_methods(1024)[3] == "whitening-384"
+        methods.default_methods(768)[3] == "whitening-256"
+        and methods.default_methods(1024)[3] == "whitening-384"
     )
     assert (
-        rp.default_methods(384)[3] == "whitening-128"
-        and rp.default_methods(50)[3] == "whitening-16"
+        methods.default_methods(384)[3] == "whitening-128"
+        and methods.default_methods(50)[3] == "whitening-16"
     )
 
 

@@ -7,32 +7,11 @@ import numpy as np
 import pytest
 import scipy.stats
 import torch
-from conftest import TOKENIZER_DIR, need
+from conftest import TOKENIZER_DIR, need, save_with_bert_tokenizer, tiny_mlm
 
 from bertflow_mini.geometry import token_geometry as tg
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def tiny_mlm(vocab: int = 30522, hidden: int = 8, tie: bool = True, seed: int = 0):
-    """A randomly initialised BertForMaskedLM, tiny, with a non-zero output bias."""
-    from transformers import BertConfig, BertForMaskedLM
-
-    config = BertConfig(
-        vocab_size=vocab,
-        hidden_size=hidden,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=16,
-        max_position_embeddings=64,
-        tie_word_embeddings=tie,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = BertForMaskedLM(config).eval()
-        with torch.no_grad():
-            model.cls.predictions.bias.normal_()
-    return model
 
 
 def layer_from(
@@ -71,12 +50,8 @@ def test_output_layer_rejects_untied_models_and_wrong_counts():
 
 
 def test_load_output_layer_reads_a_checkpoint_folder_with_its_counts(tmp_path):
-    need(TOKENIZER_DIR)
-    from transformers import AutoTokenizer
-
     model = tiny_mlm()
-    model.save_pretrained(tmp_path)
-    AutoTokenizer.from_pretrained(TOKENIZER_DIR).save_pretrained(tmp_path)
+    save_with_bert_tokenizer(model, tmp_path)
     counts = np.random.default_rng(0).integers(0, 3, size=30522)
     np.save(tmp_path / "token_counts.npy", counts)
     layer = tg.load_output_layer(str(tmp_path))
@@ -94,13 +69,11 @@ def test_load_output_layer_reads_a_checkpoint_folder_with_its_counts(tmp_path):
 
 
 def test_load_output_layer_estimates_counts_where_the_checkpoint_has_none(tmp_path):
-    need(TOKENIZER_DIR)
     import wordfreq
     from transformers import AutoTokenizer
 
-    tiny_mlm().save_pretrained(tmp_path)
-    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
-    tokenizer.save_pretrained(tmp_path)
+    save_with_bert_tokenizer(tiny_mlm(), tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
     layer = tg.load_output_layer(str(tmp_path))  # no token_counts.npy
     assert layer.counts_from == tg.ESTIMATED
     ids = tokenizer.convert_tokens_to_ids(["the", "##ing", "[unused7]", "zygote"])
@@ -201,22 +174,28 @@ def test_negative_direction_share_by_hand():
 
 
 # ----------------------------------------------------------------------------- softmax inputs
-def test_softmax_inputs_give_the_models_own_logits():
+@pytest.fixture(scope="module")
+def three_sentences():
+    """(model, tokenizer, sentences): a tiny masked LM over bert-base-uncased's vocabulary, its
+    tokenizer, and three sentences of different lengths (so the batch is padded)."""
     need(TOKENIZER_DIR)
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
-    model = tiny_mlm()
     sentences = [
         "a man plays the guitar .",
         "the cat sits",
         "dogs run in a green field today",
     ]
+    return tiny_mlm(), AutoTokenizer.from_pretrained(TOKENIZER_DIR), sentences
+
+
+def test_softmax_inputs_give_the_models_own_logits(three_sentences):
+    model, tokenizer, sentences = three_sentences
     H = tg.softmax_inputs(model, tokenizer, sentences)
     batch = tokenizer(sentences, padding=True, return_tensors="pt")
     assert H.shape == (
         int(batch["attention_mask"].sum()),
-        8,
+        model.config.hidden_size,
     )  # one row per real token, padding left out
     with torch.no_grad():
         logits = model(**batch).logits[batch["attention_mask"].bool()].double().numpy()
@@ -335,17 +314,8 @@ def test_repeat_share_predicts_the_common_part_of_random_token_vectors():
     assert share == pytest.approx(tg.repeat_share(ids), rel=0.15)
 
 
-def test_common_component_by_stage_ends_at_the_softmax_inputs():
-    need(TOKENIZER_DIR)
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
-    model = tiny_mlm()
-    sentences = [
-        "a man plays the guitar .",
-        "the cat sits",
-        "dogs run in a green field today",
-    ]
+def test_common_component_by_stage_ends_at_the_softmax_inputs(three_sentences):
+    model, tokenizer, sentences = three_sentences
     table = tg.common_component_by_stage(model, tokenizer, sentences)
     assert list(table.index) == [
         "word embeddings",
