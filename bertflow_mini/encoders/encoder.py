@@ -204,6 +204,7 @@ def _layer_summary(
     cache: bool,
     progress: bool,
     content: str = MEANS,
+    dropout_seed: int | None = None,
 ) -> np.ndarray:
     """:func:`_run_model`'s output for ``unique`` (or :func:`_run_model_extremes`'s, when ``content``
     is :data:`EXTREMES`), from the disk cache when it holds it.
@@ -212,10 +213,11 @@ def _layer_summary(
     by (model, weights fingerprint, content, ``max_length``, the sentences) and the pooling is applied
     on load. The means (the papers' poolings) and the extremes (max, min, per-layer CLS) are separate
     entries, so the grid's extra pass is paid only by those who ask for it.
+
+    ``dropout_seed``: run the means' pass with dropout on, masks drawn from that seed (the global RNG
+    is left as it was); the entry's key then holds everything that decides the masks as well: the
+    seed, ``batch_size``, the dropout rates and the device type (a GPU draws other masks).
     """
-    path = embedding_file(
-        encoder.name, encoder.fingerprint, unique, max_length, content
-    )
     if content == MEANS:
         shape, run = (encoder.n_layers + 2, len(unique), encoder.dim), _run_model
     else:
@@ -223,9 +225,31 @@ def _layer_summary(
             (len(_EXTREMES), encoder.n_layers + 1, len(unique), encoder.dim),
             _run_model_extremes,
         )
+    if dropout_seed is not None:
+        rates = sorted(
+            {m.p for m in encoder.model.modules() if isinstance(m, torch.nn.Dropout)}
+        )
+        content += (
+            f"+dropout-seed{dropout_seed}-batch{batch_size}-p{rates}"
+            f"-{torch.device(encoder.device).type}"
+        )
+    path = embedding_file(
+        encoder.name, encoder.fingerprint, unique, max_length, content
+    )
     summary = load_cached(path, shape) if cache else None
     if summary is None:
-        summary = run(encoder, unique, max_length, batch_size, progress)
+        if dropout_seed is None:
+            summary = run(encoder, unique, max_length, batch_size, progress)
+        else:
+            with torch.random.fork_rng(
+                devices=cuda_devices(encoder.device)
+            ):  # dropout draws on the model's device
+                torch.manual_seed(dropout_seed)
+                encoder.model.train()
+                try:
+                    summary = run(encoder, unique, max_length, batch_size, progress)
+                finally:
+                    encoder.model.eval()
         if cache:
             save_cached(path, summary)
     return summary
@@ -337,32 +361,9 @@ def encode_with_dropout(
         raise ValueError(
             f"pooling {pooling!r}: only mean poolings and the last layer's CLS"
         )
-    rates = sorted(
-        {m.p for m in encoder.model.modules() if isinstance(m, torch.nn.Dropout)}
+    summary = _layer_summary(
+        encoder, sentences, max_length, batch_size, cache, progress, dropout_seed=seed
     )
-    content = (
-        f"{MEANS}+dropout-seed{seed}-batch{batch_size}-p{rates}"
-        f"-{torch.device(encoder.device).type}"
-    )
-    path = embedding_file(
-        encoder.name, encoder.fingerprint, sentences, max_length, content
-    )
-    shape = (encoder.n_layers + 2, len(sentences), encoder.dim)
-    summary = load_cached(path, shape) if cache else None
-    if summary is None:
-        with torch.random.fork_rng(
-            devices=cuda_devices(encoder.device)
-        ):  # dropout draws on the model's device
-            torch.manual_seed(seed)
-            encoder.model.train()
-            try:
-                summary = _run_model(
-                    encoder, sentences, max_length, batch_size, progress
-                )
-            finally:
-                encoder.model.eval()
-        if cache:
-            save_cached(path, summary)
     return _from_summary(summary, spec, encoder.n_layers)
 
 
