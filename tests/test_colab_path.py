@@ -388,8 +388,13 @@ def test_the_import_scan_sees_optional_and_required_imports(tmp_path):
 
 # ----------------------------------------------------------------------------- a Colab run, simulated
 #: Pairs kept per split in the simulated run ($BERTFLOW_MAX_PAIRS): few, so that eight chapters at
-#: bert-base's exact shape run in minutes on two cores; enough for every fit to be well posed.
+#: bert-base's exact shape run in minutes on two cores. STS-B then has fewer sentences than 768
+#: dimensions, and a few word pairs: the chapters' guards for a singular covariance and for too few
+#: pairs run too.
 COLAB_MAX_PAIRS = 20
+#: A cell's time limit: chapter 7 fine-tunes bert-base with SimCSE (120 steps) in one cell, which
+#: took 23 minutes here on two busy cores.
+CELL_TIMEOUT_S = 3600
 
 
 @pytest.fixture(scope="module")
@@ -481,7 +486,7 @@ def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(
     work.mkdir()
     try:
         nb, report = run_chapter(
-            chapter, work, env, timeout=900
+            chapter, work, env, timeout=CELL_TIMEOUT_S
         )  # a copy: book/ is never written
     except (CellExecutionError, CellTimeoutError) as err:
         lines = str(err).strip().splitlines()

@@ -29,7 +29,7 @@ import torch
 
 from bertflow_mini._checks import check_matrix
 from bertflow_mini.data import STSPairs
-from bertflow_mini.encoders.encoder import Encoder, encode, tokenized
+from bertflow_mini.encoders.encoder import Encoder, encode, ordered_batches
 from bertflow_mini.encoders.pooling import LAYER_COMBINES, TOKEN_POOLINGS, parse_pooling
 from bertflow_mini.evaluation.entailment import auc
 from bertflow_mini.evaluation.sts import cosine_scores, score_pairs, spearman
@@ -202,14 +202,7 @@ def mean_pool_dropping(
     drop_sets = [torch.as_tensor(np.asarray(list(d), dtype=np.int64)) for d in drop]
     out = np.empty((len(drop_sets), len(sentences), encoder.dim), dtype=np.float32)
     n_empty = np.zeros(len(drop_sets), dtype=np.int64)
-    for start in range(0, len(sentences), batch_size):
-        batch = tokenized(
-            encoder.tokenizer,
-            sentences[start : start + batch_size],
-            max_length,
-            encoder.device,
-        )
-        hs = encoder.model(**batch, output_hidden_states=True).hidden_states
+    for start, batch, hs in ordered_batches(encoder, sentences, max_length, batch_size):
         hidden = torch.stack([hs[i] for i in layers]).mean(0).float()  # (b, t, d)
         mask = batch["attention_mask"].bool()
         for n, ids in enumerate(drop_sets):
@@ -288,19 +281,14 @@ def cosine_by_stage(
     try:
         for part in saved:
             tables[part].weight.zero_()
-        for start in range(0, len(sentences), batch_size):
-            batch = tokenized(
-                encoder.tokenizer,
-                sentences[start : start + batch_size],
-                max_length,
-                encoder.device,
-            )
+        for start, batch, hs in ordered_batches(
+            encoder, sentences, max_length, batch_size
+        ):
             ids = batch["input_ids"]
             types = batch.get("token_type_ids", torch.zeros_like(ids))
             positions = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
             words = tables["word"](ids)
             summed = words + tables["position"](positions) + tables["token type"](types)
-            hs = encoder.model(**batch, output_hidden_states=True).hidden_states
             m = batch["attention_mask"].unsqueeze(-1).float()
             for stage, h in zip(STAGES, (words, summed, hs[0], hs[-1])):
                 mean = (h.float() * m).sum(1) / m.sum(1)

@@ -218,7 +218,8 @@ class GapCorrelation:
 
     ``low``/``high``: percentile interval of a bootstrap that resamples *word pairs* (clusters);
     ``pair_rho``: ρ between each pair's |gap| and its mean cosine, ± ``pair_half_width``
-    (:func:`spearman_half_width` of the number of pairs)."""
+    (:func:`spearman_half_width` of the number of pairs). With fewer than 4 word pairs (a data set
+    cut by ``$BERTFLOW_MAX_PAIRS``) the intervals and ``pair_rho`` are NaN: too few to say."""
 
     rho: float
     n: int
@@ -260,8 +261,11 @@ def gap_correlation(
         )
     names, cluster = np.unique(pairs, return_inverse=True)
     k = len(names)
-    if k < 4:
-        raise ValueError(f"need at least 4 distinct word pairs, got {k}")
+    if (
+        k < 4
+    ):  # too few clusters to resample or to take Fisher's interval of: no interval
+        rho = spearmanr(x, y).statistic if len(x) > 1 else np.nan
+        return GapCorrelation(float(rho), len(x), k, np.nan, np.nan, np.nan, np.nan)
     members = [np.flatnonzero(cluster == c) for c in range(k)]
     rng = np.random.default_rng(seed)
     draws = []

@@ -105,6 +105,26 @@ def tokenized(tokenizer, sentences: Sequence[str], max_length: int, device) -> A
     ).to(device)
 
 
+def ordered_batches(
+    encoder: Encoder, sentences: Sequence[str], max_length: int, batch_size: int
+) -> Iterator[tuple[int, Any, tuple[torch.Tensor, ...]]]:
+    """``(start, batch, hidden_states)`` for ``sentences[start : start + batch_size]``, in order:
+    ``batch`` is the tokenizer's output on the encoder's device, ``hidden_states`` every layer's
+    output. Gradients follow the caller's mode (the callers run under ``torch.no_grad``)."""
+    for start in range(0, len(sentences), batch_size):
+        batch = tokenized(
+            encoder.tokenizer,
+            sentences[start : start + batch_size],
+            max_length,
+            encoder.device,
+        )
+        yield (
+            start,
+            batch,
+            encoder.model(**batch, output_hidden_states=True).hidden_states,
+        )
+
+
 def hidden_state_batches(
     encoder: Encoder,
     sentences: list[str],

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from bertflow_mini.encoders.encoder import Encoder, tokenized
+from bertflow_mini.encoders.encoder import Encoder, ordered_batches
 from bertflow_mini.evaluation import lexical
 
 
@@ -36,14 +36,9 @@ def token_states(
     encoder.model.eval()
     special = torch.tensor(sorted(set(encoder.tokenizer.all_special_ids)))
     chunks = []
-    for start in range(0, len(sentences), batch_size):
-        batch = tokenized(
-            encoder.tokenizer,
-            sentences[start : start + batch_size],
-            max_length,
-            encoder.device,
-        )
-        hidden = encoder.model(**batch, output_hidden_states=True).hidden_states
+    for _, batch, hidden in ordered_batches(
+        encoder, list(sentences), max_length, batch_size
+    ):
         keep = batch["attention_mask"].bool() & ~torch.isin(
             batch["input_ids"], special.to(encoder.device)
         )

@@ -39,7 +39,8 @@ from bertflow_mini.evaluation.lexical import document_idf
 def mahalanobis_cosine(
     a: np.ndarray, b: np.ndarray, mean: np.ndarray, cov: np.ndarray
 ) -> np.ndarray:
-    """Row-wise ``(a−μ)ᵀ Σ⁻¹ (b−μ) / (‖a−μ‖_Σ⁻¹ ‖b−μ‖_Σ⁻¹)`` for two ``(n, d)`` matrices (a Cholesky solve)."""
+    """Row-wise ``(a−μ)ᵀ Σ⁻¹ (b−μ) / (‖a−μ‖_Σ⁻¹ ‖b−μ‖_Σ⁻¹)`` for two ``(n, d)`` matrices (a Cholesky
+    solve). Raises ``ValueError`` when ``cov`` is not positive definite."""
     a = check_matrix(a, "a").astype(np.float64)
     b = check_matrix(b, "b", dim=a.shape[1]).astype(np.float64)
     if a.shape != b.shape:
@@ -51,9 +52,13 @@ def mahalanobis_cosine(
         raise ValueError(f"cov must be ({a.shape[1]}, {a.shape[1]}), got {cov.shape}")
     import scipy.linalg
 
-    factor = scipy.linalg.cho_factor(
-        cov
-    )  # raises LinAlgError when cov is not positive definite
+    try:
+        factor = scipy.linalg.cho_factor(cov)
+    except np.linalg.LinAlgError as err:
+        raise ValueError(
+            f"cov is not positive definite, so it has no inverse ({err}); a covariance fitted on "
+            f"fewer rows than its {len(cov)} dimensions is singular"
+        ) from None
     a, b = a - mean, b - mean
     inner = np.einsum("ij,ij->i", a, scipy.linalg.cho_solve(factor, b.T).T)
     norm_a = np.sqrt(np.einsum("ij,ij->i", a, scipy.linalg.cho_solve(factor, a.T).T))

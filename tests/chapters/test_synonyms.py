@@ -157,5 +157,12 @@ def test_gap_correlation_sees_a_real_dependence_and_rejects_bad_input():
         gap_correlation(gap, gap[:-1], np.arange(60))
     with pytest.raises(ValueError, match="finite"):
         gap_correlation(np.r_[gap[:-1], np.nan], gap, np.arange(60))
-    with pytest.raises(ValueError, match="4 distinct"):
-        gap_correlation(gap, gap, np.arange(60) % 3)
+
+
+def test_gap_correlation_gives_no_interval_below_four_word_pairs():
+    gap = np.linspace(0, 2, 60)
+    few = gap_correlation(gap, -gap, np.arange(60) % 3)  # 3 pairs: nothing to resample
+    assert (few.pairs, few.n) == (3, 60) and few.rho == pytest.approx(-1.0)
+    assert np.isnan([few.low, few.high, few.pair_rho, few.pair_half_width]).all()
+    assert not few.excludes_zero
+    assert np.isnan(gap_correlation(gap[:1], gap[:1], np.zeros(1)).rho)

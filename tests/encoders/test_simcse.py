@@ -354,3 +354,27 @@ def test_a_seed_name_trains_its_own_deterministic_model(
     monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "second-cache"))
     again = simcse.train_and_save(base, simcse.config_for(1), progress=False)
     assert str(again) != one and weight_files(again) == weight_files(one)
+
+
+def test_the_time_estimate_grows_with_the_network_outside_its_embeddings():
+    from transformers import BertConfig, BertModel
+
+    from bertflow_mini.encoders.simcse import cpu_minutes
+
+    with torch.device("meta"):  # shapes only, no memory
+        base = BertModel(BertConfig())  # bert-base: 12 x 768, 3072 wide
+        small = BertModel(
+            BertConfig(
+                hidden_size=64,
+                num_hidden_layers=1,
+                num_attention_heads=2,
+                intermediate_size=128,
+            )
+        )
+    # per layer 4 x (768^2 + 768) + 2 x 768 x 3072 + 3072 + 768 + 2 x 2 x 768 = 7,087,872; pooler 590,592
+    assert cpu_minutes(base) == pytest.approx(
+        120 * 0.12 * (12 * 7_087_872 + 590_592) / 1e6 / 60
+    )
+    assert cpu_minutes(small) == pytest.approx(
+        120 * 0.9 / 60
+    )  # a small network: the fixed rate

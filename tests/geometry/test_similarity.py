@@ -46,8 +46,11 @@ def test_mahalanobis_cosine_rejects_bad_input():
         sim.mahalanobis_cosine(x[:2], x[2:4], x.mean(0), np.eye(3))
     with pytest.raises(ValueError, match="same shape"):
         sim.mahalanobis_cosine(x[:2], x[2:5], x.mean(0), np.eye(6))
-    with pytest.raises(np.linalg.LinAlgError):
+    with pytest.raises(ValueError, match="not positive definite"):
         sim.mahalanobis_cosine(x[:2], x[2:4], x.mean(0), np.zeros((6, 6)))
+    singular = np.diag([1.0, 1, 1, 1, 1, 0])  # one direction without variance, exactly
+    with pytest.raises(ValueError, match="fewer rows than its 6 dimensions"):
+        sim.mahalanobis_cosine(x[:2], x[2:4], x.mean(0), singular)
 
 
 def test_standardisation_gives_every_dimension_unit_variance_and_is_diagonal_mahalanobis():
