@@ -393,7 +393,7 @@ def test_the_import_scan_sees_optional_and_required_imports(tmp_path):
 #: pairs run too.
 COLAB_MAX_PAIRS = 20
 #: A cell's time limit: chapter 7 fine-tunes bert-base with SimCSE (120 steps) in one cell, which
-#: took 23 minutes here on two busy cores.
+#: took 23 minutes here on two busy cores (the whole chapter 10 minutes on two quiet ones).
 CELL_TIMEOUT_S = 3600
 
 

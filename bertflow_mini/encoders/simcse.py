@@ -87,10 +87,11 @@ def config_for(seed: int) -> SimCSEConfig:
 
 
 #: Seconds per step on a 2-core CPU at the default config, measured here: ``scratch-bert`` (3.2 M
-#: parameters outside the embeddings) takes 0.9 s; a network of bert-base's shape (85.6 M) took 11.7 s
-#: on a loaded machine, about 0.12 s per million. Only for the "about N minutes" message.
+#: parameters outside the embeddings) takes 0.9 s; a network of bert-base's shape (85.6 M) 5.5 s
+#: over its first 10 steps on two quiet cores (11.7 s over 120 on two busy ones), about 0.065 s per
+#: million. Only for the "about N minutes" message.
 SECONDS_PER_STEP = 0.9
-SECONDS_PER_STEP_PER_MILLION = 0.12
+SECONDS_PER_STEP_PER_MILLION = 0.065
 
 
 def cpu_minutes(model, config: SimCSEConfig = DEFAULT) -> float:

@@ -373,7 +373,7 @@ def test_the_time_estimate_grows_with_the_network_outside_its_embeddings():
         )
     # per layer 4 x (768^2 + 768) + 2 x 768 x 3072 + 3072 + 768 + 2 x 2 x 768 = 7,087,872; pooler 590,592
     assert cpu_minutes(base) == pytest.approx(
-        120 * 0.12 * (12 * 7_087_872 + 590_592) / 1e6 / 60
+        120 * 0.065 * (12 * 7_087_872 + 590_592) / 1e6 / 60
     )
     assert cpu_minutes(small) == pytest.approx(
         120 * 0.9 / 60
