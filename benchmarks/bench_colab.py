@@ -110,6 +110,7 @@ def throughput(model: str, n_sentences: int, threads: int) -> dict:
     from bertflow_mini.data import load_sts
     from bertflow_mini.encoders.encoder import encode
     from bertflow_mini.encoders.names import load_encoder
+    from bertflow_mini.encoders.random_init import non_embedding_parameters
 
     pairs = load_sts("STSB", "test")
     sentences = list(dict.fromkeys(pairs.sent1 + pairs.sent2))[:n_sentences]
@@ -127,10 +128,6 @@ def throughput(model: str, n_sentences: int, threads: int) -> dict:
     finally:
         torch.set_num_threads(previous)
     config = enc.model.config
-    embedding = sum(
-        p.numel() for n, p in enc.model.named_parameters() if "embeddings" in n
-    )
-    params = sum(p.numel() for p in enc.model.parameters()) - embedding
     return {
         "model": model,
         "shape": f"{config.num_hidden_layers}x{config.hidden_size}",
@@ -141,7 +138,7 @@ def throughput(model: str, n_sentences: int, threads: int) -> dict:
         "threads": threads,
         "tokens_per_s": tokens / seconds,
         "sentences_per_s": len(sentences) / seconds,
-        "non_embedding_params": params,
+        "non_embedding_params": non_embedding_parameters(enc.model),
     }
 
 

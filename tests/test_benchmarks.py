@@ -83,6 +83,8 @@ def test_bench_colab_smoke(capsys):
     out = capsys.readouterr().out
     assert "tokens/s per CPU second" in out and "CPU ms per row and epoch" in out
     assert r["throughput"]["bert"]["sentences"] == 16
+    # bert-base outside its embeddings, by hand: 12 layers of 7,087,872 and a 590,592 pooler
+    assert r["throughput"]["bert"]["non_embedding_params"] == 12 * 7_087_872 + 590_592
     assert r["chapters"] == {}
 
 

@@ -157,3 +157,9 @@ def parameter_count(name: str) -> int:
     with torch.device("meta"):
         model = AutoModel.from_config(config)
     return sum(p.numel() for p in model.parameters())
+
+
+def non_embedding_parameters(model: torch.nn.Module) -> int:
+    """The number of ``model``'s parameters outside its embedding tables (word, position, token
+    type and their LayerNorm): what a forward pass's cost per token grows with."""
+    return sum(p.numel() for n, p in model.named_parameters() if "embeddings" not in n)

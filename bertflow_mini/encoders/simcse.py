@@ -97,10 +97,10 @@ SECONDS_PER_STEP_PER_MILLION = 0.065
 def cpu_minutes(model, config: SimCSEConfig = DEFAULT) -> float:
     """About how many minutes ``config.steps`` steps of ``model`` take on a 2-core CPU (a rough guide:
     :data:`SECONDS_PER_STEP` for a small network, in proportion to its size for a large one)."""
-    params = sum(
-        p.numel() for n, p in model.named_parameters() if "embeddings" not in n
-    )
-    per_step = max(SECONDS_PER_STEP, SECONDS_PER_STEP_PER_MILLION * params / 1e6)
+    from bertflow_mini.encoders.random_init import non_embedding_parameters
+
+    millions = non_embedding_parameters(model) / 1e6
+    per_step = max(SECONDS_PER_STEP, SECONDS_PER_STEP_PER_MILLION * millions)
     return config.steps * per_step / 60
 
 
