@@ -25,7 +25,8 @@ float tolerance.
 
 ``python -m bertflow_mini.chapters.output_check COMMITTED.ipynb FRESH.ipynb`` compares two whole
 notebooks (``make refresh`` prints it for each chapter it rewrote): every number that moved, and
-every checked cell that no longer matches.
+every checked cell that no longer matches; ``--max-share 0.5`` also fails on a number that used more
+than half its tolerance, and ``--unchecked`` lists the numbers that moved in unchecked cells.
 """
 
 from __future__ import annotations
@@ -330,18 +331,67 @@ def drift_report(name: str, drifts: list[Drift], top: int = 3) -> str:
     )
 
 
-def main(committed_path: str, fresh_path: str) -> int:
-    """``python -m bertflow_mini.chapters.output_check COMMITTED.ipynb FRESH.ipynb``: mismatches and drifts; 1 if any mismatch."""
+def unchecked_moves(
+    committed: dict[str, Any], fresh: dict[str, Any]
+) -> list[tuple[str, str, str]]:
+    """(where, committed text, fresh text) for each printed number that changed in an *unchecked*
+    code cell: what a sentence quoting that number would get wrong on another run."""
+    moves: list[tuple[str, str, str]] = []
+    for i, (c, f) in enumerate(zip(committed["cells"], fresh["cells"])):
+        if c["cell_type"] != "code" or cell_tolerance(c) is not None:
+            continue
+        pairs = zip(output_texts(c.get("outputs", [])), output_texts(f.get("outputs", [])))
+        for (kind, old), (_, new) in pairs:
+            numbers_c, numbers_f = split_numbers(old)[1], split_numbers(new)[1]
+            if len(numbers_c) != len(numbers_f):
+                moves.append((f"cell {i} ({kind})", "text", "changed"))
+                continue
+            moves += [
+                (f"cell {i} ({kind})", a.text, b.text)
+                for a, b in zip(numbers_c, numbers_f)
+                if a.text != b.text
+            ]
+    return moves
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print every number that moved in the checked cells and every mismatch; 1 if any mismatch,
+    or (``--max-share``) any number moved beyond that share of its tolerance."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bertflow_mini.chapters.output_check",
+        description="Compare a notebook executed afresh with its committed outputs.",
+    )
+    parser.add_argument("committed")
+    parser.add_argument("fresh")
+    parser.add_argument(
+        "--max-share",
+        type=float,
+        help="fail when a checked number moved by more than this share of its tolerance",
+    )
+    parser.add_argument(
+        "--unchecked",
+        action="store_true",
+        help="also list the numbers that moved in unchecked cells (for reviewing the prose)",
+    )
+    args = parser.parse_args(argv)
     committed, fresh = (
         json.loads(Path(p).read_text(encoding="utf-8"))
-        for p in (committed_path, fresh_path)
+        for p in (args.committed, args.fresh)
     )
     mismatches, drifts = compare_notebook(committed, fresh)
-    print(drift_report(Path(committed_path).name, drifts, top=len(drifts)))
+    print(drift_report(Path(args.committed).name, drifts, top=len(drifts)))
     for m in mismatches:
         print(f"MISMATCH {m}")
-    return 1 if mismatches else 0
+    over = [d for d in drifts if args.max_share is not None and d.share > args.max_share]
+    for d in over:
+        print(f"OVER {args.max_share:g} OF TOLERANCE ({d.share:.2f}) {d}")
+    if args.unchecked and len(committed["cells"]) == len(fresh["cells"]):
+        for where, old, new in unchecked_moves(committed, fresh):
+            print(f"UNCHECKED {where}: {old} is now {new}")
+    return 1 if mismatches or over else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    sys.exit(main())

@@ -318,15 +318,45 @@ def test_the_command_reports_every_moved_number_and_fails_on_a_mismatch(
     )
     for name, nb in {"before": before, "within": within, "beyond": beyond}.items():
         (tmp_path / f"{name}.ipynb").write_text(json.dumps(nb))
-    assert main(str(tmp_path / "before.ipynb"), str(tmp_path / "within.ipynb")) == 0
+    assert main([str(tmp_path / "before.ipynb"), str(tmp_path / "within.ipynb")]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "before.ipynb: 2 numbers moved, largest:",
         "    1.00 of tolerance: cell 0 [1] (stdout): 0.50 is now 0.51 (drift 0.01, allowed 0.01)",
         "    0.50 of tolerance: cell 0 [1] (stdout): 60.0 is now 59.4 (drift 0.6, allowed 1.2)",
     ]
-    assert main(str(tmp_path / "before.ipynb"), str(tmp_path / "beyond.ipynb")) == 1
+    assert main([str(tmp_path / "before.ipynb"), str(tmp_path / "beyond.ipynb")]) == 1
     out = capsys.readouterr().out
     assert (
         "MISMATCH cell 0 [1] (stdout): 60.0 is now 50.0 (drift 10, allowed 1.2)" in out
     )
     assert "MISMATCH cell 1 [1] (stdout): 7 is now 8 (drift 1, allowed 0)" in out
+
+
+def test_the_command_fails_on_a_number_beyond_the_allowed_share_and_lists_unchecked_moves(
+    tmp_path, capsys
+):
+    """``--max-share 0.5``: a number within its tolerance but past half of it fails (the
+    portability runs require that margin); ``--unchecked`` lists moves in unchecked cells."""
+    import json
+
+    from bertflow_mini.chapters.output_check import main
+
+    unchecked = {"cell_type": "code", "metadata": {}, "source": "", "execution_count": 1}
+    before = notebook(
+        checked_cell("rtol=0.02", stdout("a 60.0")),
+        {**unchecked, "outputs": [stdout("top: the (35)")]},
+    )
+    after = notebook(
+        checked_cell("rtol=0.02", stdout("a 59.1")),
+        {**unchecked, "outputs": [stdout("top: the (36)")]},
+    )
+    for name, nb in {"before": before, "after": after}.items():
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps(nb))
+    paths = [str(tmp_path / "before.ipynb"), str(tmp_path / "after.ipynb")]
+    assert main(paths) == 0  # 0.9 of 1.2 allowed: within the tolerance
+    capsys.readouterr()
+    assert main([*paths, "--max-share", "0.5", "--unchecked"]) == 1
+    out = capsys.readouterr().out
+    assert "OVER 0.5 OF TOLERANCE (0.75)" in out
+    assert "UNCHECKED cell 1 (stdout): 35 is now 36" in out
+    assert main([*paths, "--max-share", "0.8"]) == 0
