@@ -166,8 +166,8 @@ def claims_summary(max_lines: int = 12) -> None:
         lines = detail.splitlines()
         for line in lines[:max_lines]:
             print(f"   {line}")
-        if len(lines) > max_lines:
-            print(f"   ... ({len(lines) - max_lines} more lines)")
+        if (more := len(lines) - max_lines) > 0:
+            print(f"   ... ({more} more line{'s' * (more > 1)})")
 
 
 def glue(name: str, value: object, display: bool = True) -> None:

@@ -27,6 +27,8 @@ DIRECTIVE = re.compile(r"^\{([\w:-]+)\}\s*(.*)$")
 OPTION = re.compile(r"^:([\w-]+):\s*(.*)$")
 TARGET = re.compile(r"^\s*\([^()\s]+\)=\s*$")
 MYST_COMMENT = re.compile(r"^%")
+#: Inline math (not ``$$``, not an escaped ``\$``), and code spans, which it must skip.
+INLINE_MATH = re.compile(r"`[^`]*`|(?<![\\$])\$(?!\$)[^$]+?(?<![\\$])\$(?!\$)")
 LINK = re.compile(r"(!?\[[^\]]*\])\(([^()\s]+)\)")
 SOLUTION_TITLE = re.compile(r"^(solution|answer)s?\b", re.I)
 ADMONITIONS = {
@@ -191,7 +193,17 @@ def _link(site: BookSite, page: Page, m: re.Match) -> str:
     return f"{label}({url})"
 
 
+def _one_line_math(text: str) -> str:
+    """Inline ``$…$`` math on one line: a formula wrapped before "+ x" or "- x" would start a
+    list in a renderer that parses Markdown before math (nbconvert's; MyST parses math first)."""
+    return INLINE_MATH.sub(
+        lambda m: m.group(0) if m.group(0)[0] == "`" else m.group(0).replace("\n", " "),
+        text,
+    )
+
+
 def _inline(text: str, site: BookSite, page: Page) -> str:
+    text = _one_line_math(text)
     text = ROLE.sub(lambda m: _role(site, page, m.group(1), m.group(2)), text)
     return LINK.sub(lambda m: _link(site, page, m), text)
 
