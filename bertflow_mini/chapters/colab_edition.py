@@ -24,6 +24,7 @@ from bertflow_mini.chapters.myst_markdown import BOOK_VALUE, BookSite, Page, to_
 
 INSTALL = re.compile(r"^(\s*)%pip install .*bertflow_mini @ git\+.*$", re.M)
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
+HAS_EXERCISES = re.compile(r"^#{1,6}\s+Exercises\b", re.M)
 EXERCISE = re.compile(r"^\*\*(\d+)\b[^*\n]*\*\*", re.M)
 CHECK = re.compile(r"bf\.check\((\"[^\"]+\"),\s*([^`]*?)\)`")
 SOLUTION_MARKERS = re.compile(
@@ -92,9 +93,9 @@ def _note(
     """The note that opens an edition: where it comes from, and how to read it."""
     lines = [
         f"**About this {'student ' if student else ''}edition.** This notebook is generated "
-        f"from the chapter [{title}]({site.page(docname)}) of the book, to run in Colab: its "
-        f"first cell installs the book's package at release `{site.tag}`. Cells that show only "
-        "a title have their code folded; *Show code* opens it.",
+        f"from the book's page [{title}]({site.page(docname)}), to run in Colab: its first "
+        f"cell installs the book's package at release `{site.tag}`. Cells that show only a "
+        "title have their code folded; *Show code* opens it.",
     ]
     if has_model:
         lines.append(
@@ -205,6 +206,7 @@ def build_edition(
         c.cell_type == "code" and re.search(r"\bbf\.setup\(", c.source)
         for c in nb.cells
     )
+    all_markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     where, cells, code_seen = _Chapter(), [], False
     for source_cell in nb.cells:
         cell = copy.deepcopy(source_cell)
@@ -213,7 +215,8 @@ def build_edition(
             if (
                 len(cells) == 1
             ):  # the title: the note on this edition comes right after it
-                note = _note(site, _title(cell), docname, student, has_model)
+                exercises = student and HAS_EXERCISES.search(all_markdown)
+                note = _note(site, _title(cell), docname, bool(exercises), has_model)
                 cells.append(_markdown(note, "edition-note"))
         elif cell.cell_type == "code" and not code_seen:
             cells += _set_up(cell, docname, site, has_model)
