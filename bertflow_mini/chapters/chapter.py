@@ -108,7 +108,7 @@ class ClaimError(AssertionError):
     """A sentence of the book's prose no longer holds for the model it was written for."""
 
 
-def claim(holds: bool, statement: str, detail: str = "") -> bool:
+def claim(holds: bool, statement: str, detail: object = "") -> bool:
     """The check behind a sentence of prose: ``holds`` says whether ``statement`` is true of the
     outputs just printed.
 
@@ -126,7 +126,7 @@ def claim(holds: bool, statement: str, detail: str = "") -> bool:
         raise ClaimError(
             f"the prose says: {message} — and for {model} it no longer holds"
         )
-    _NOTES[statement] = detail
+    _NOTES[statement] = str(detail)  # chapters pass dicts and tables too
     if _GATHER["on"]:
         return False
     print(

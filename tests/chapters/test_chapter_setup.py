@@ -164,6 +164,7 @@ def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_en
         assert claim(True, "three beats two") is True
         assert claim(False, "the control beats the model", "63.0 vs 67.1") is False
         assert claim(False, "the cone is wide", "row 1\nrow 2") is False
+        assert claim(False, "a dict as detail", {"a": 1.5}) is False
         # a reader re-running a cell: the same sentence once, with the latest measurement
         assert claim(False, "the control beats the model", "62.9 vs 67.1") is False
         assert capsys.readouterr().out == ""
@@ -173,7 +174,7 @@ def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_en
         chapter_setup._STATE["model"] = "scratch-bert"
     out = capsys.readouterr().out
     assert out.splitlines() == [
-        "What differs on bert-base-uncased: 2 sentences of the text, written for "
+        "What differs on bert-base-uncased: 3 sentences of the text, written for "
         "scratch-bert, do not hold here.",
         "",
         "1. the control beats the model",
@@ -182,6 +183,9 @@ def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_en
         "2. the cone is wide",
         "   row 1",
         "   ... (1 more line)",
+        "",
+        "3. a dict as detail",
+        "   {'a': 1.5}",
     ]
     assert "three beats two" not in out
     claims_summary()  # the book's own model: every claim held, or the chapter stopped
