@@ -165,7 +165,10 @@ def _code_cell(cell, page: Page, where: _Chapter) -> list:
     if "remove-cell" in tags:
         _fold(cell, _own_title(cell, "Checks behind the text"), outputs_hidden=False)
     elif "hide-cell" in tags and where.in_exercises:
-        _fold(cell, f"Solution to exercise {where.exercise}", outputs_hidden=True)
+        title = (
+            f"Solution to exercise {where.exercise}" if where.exercise else "Solution"
+        )
+        _fold(cell, title, outputs_hidden=True)
     elif "hide-cell" in tags:
         _fold(cell, _own_title(cell, "A folded check"), outputs_hidden=True)
     elif "hide-input" in tags:

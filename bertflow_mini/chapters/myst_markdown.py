@@ -239,8 +239,11 @@ def _directive(
     convert: Callable[[list[str]], list[str]] = lambda lines: _blocks(lines, site, page)  # noqa: E731
     if name in HTML_ONLY:
         return []
-    if name in ("dropdown", "solution", "exercise"):
-        title = argument or name.capitalize()
+    collapsed = (
+        "dropdown" in options.get("class", "").split()
+    )  # an admonition as a dropdown
+    if name in ("dropdown", "solution", "exercise") or collapsed:
+        title = argument or ADMONITIONS.get(name, name.capitalize())
         if page.student and (name == "solution" or SOLUTION_TITLE.match(title)):
             return []
         if name == "exercise":

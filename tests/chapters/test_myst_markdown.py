@@ -117,10 +117,12 @@ def test_the_student_edition_drops_solutions_and_keeps_hints():
     text = (
         "**1 (code).** Do it.\n\n```{dropdown} Solution\nThe answer is 42.\n```\n\n"
         "```{dropdown} Hints\nThink of 6 × 7.\n```\n\n:::{solution}\nAlso 42.\n:::\n"
+        "```{admonition} Solution, in short\n:class: dropdown\nStill 42.\n```\n"
     )
     student, colab = convert(text, student=True), convert(text)
     assert "42" not in student and "6 × 7" in student and "**1 (code).**" in student
     assert "The answer is 42." in colab and "Also 42." in colab
+    assert "<summary>Solution, in short</summary>" in colab
 
 
 def test_html_only_residue_goes_and_the_bibliography_lists_what_was_cited():
