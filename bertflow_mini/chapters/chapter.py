@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import textwrap
 import warnings
 
 import numpy as np
@@ -163,7 +164,12 @@ def claims_summary(max_lines: int = 12) -> None:
     )
     for i, (statement, detail) in enumerate(_NOTES.items(), 1):
         print(f"\n{i}. {statement}")
-        lines = detail.splitlines()
+        # each measured line wrapped to the width of a notebook's output
+        lines = [
+            part
+            for line in detail.splitlines()
+            for part in textwrap.wrap(line, 96, subsequent_indent="  ") or [""]
+        ]
         for line in lines[:max_lines]:
             print(f"   {line}")
         if (more := len(lines) - max_lines) > 0:

@@ -164,7 +164,7 @@ def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_en
         assert claim(True, "three beats two") is True
         assert claim(False, "the control beats the model", "63.0 vs 67.1") is False
         assert claim(False, "the cone is wide", "row 1\nrow 2") is False
-        assert claim(False, "a dict as detail", {"a": 1.5}) is False
+        assert claim(False, "a dict as detail", {"a": 1.5, "b": "x" * 100}) is False
         # a reader re-running a cell: the same sentence once, with the latest measurement
         assert claim(False, "the control beats the model", "62.9 vs 67.1") is False
         assert capsys.readouterr().out == ""
@@ -173,7 +173,8 @@ def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_en
         gather_claims(False)
         chapter_setup._STATE["model"] = "scratch-bert"
     out = capsys.readouterr().out
-    assert out.splitlines() == [
+    lines = out.splitlines()
+    assert lines[:8] == [
         "What differs on bert-base-uncased: 3 sentences of the text, written for "
         "scratch-bert, do not hold here.",
         "",
@@ -183,10 +184,12 @@ def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_en
         "2. the cone is wide",
         "   row 1",
         "   ... (1 more line)",
-        "",
-        "3. a dict as detail",
-        "   {'a': 1.5}",
     ]
+    # a long detail is wrapped to a notebook's width, and nothing of it is lost
+    assert lines[9] == "3. a dict as detail"
+    assert all(len(line) <= 99 for line in lines[10:])
+    wrapped = "".join(line.strip() for line in lines[10:])
+    assert wrapped == str({"a": 1.5, "b": "x" * 100}).replace(" ", "")
     assert "three beats two" not in out
     claims_summary()  # the book's own model: every claim held, or the chapter stopped
     assert "the model the text was written for" in capsys.readouterr().out
