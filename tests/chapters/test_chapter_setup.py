@@ -163,18 +163,18 @@ def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_en
     try:
         assert claim(True, "three beats two") is True
         assert claim(False, "the control beats the model", "63.0 vs 67.1") is False
-        assert claim(False, "the cone is wide", "row 1\nrow 2") is False
+        assert claim(False, "the cone is wide", "row 1\nrow 2\nrow 3") is False
         assert claim(False, "a dict as detail", {"a": 1.5, "b": "x" * 100}) is False
         # a reader re-running a cell: the same sentence once, with the latest measurement
         assert claim(False, "the control beats the model", "62.9 vs 67.1") is False
         assert capsys.readouterr().out == ""
-        claims_summary(max_lines=1)
+        claims_summary(max_lines=2)
     finally:
         gather_claims(False)
         chapter_setup._STATE["model"] = "scratch-bert"
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[:8] == [
+    assert lines[:9] == [
         "What differs on bert-base-uncased: 3 sentences of the text, written for "
         "scratch-bert, do not hold here.",
         "",
@@ -183,12 +183,13 @@ def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_en
         "",
         "2. the cone is wide",
         "   row 1",
+        "   row 2",
         "   ... (1 more line)",
     ]
     # a long detail is wrapped to a notebook's width, and nothing of it is lost
-    assert lines[9] == "3. a dict as detail"
-    assert all(len(line) <= 99 for line in lines[10:])
-    wrapped = "".join(line.strip() for line in lines[10:])
+    assert lines[10] == "3. a dict as detail"
+    assert all(len(line) <= 99 for line in lines[11:])
+    wrapped = "".join(line.strip() for line in lines[11:])
     assert wrapped == str({"a": 1.5, "b": "x" * 100}).replace(" ", "")
     assert "three beats two" not in out
     claims_summary()  # the book's own model: every claim held, or the chapter stopped
