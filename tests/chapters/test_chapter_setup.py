@@ -189,7 +189,7 @@ def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_en
     # a long detail is wrapped to a notebook's width, and nothing of it is lost
     assert lines[10] == "3. a dict as detail"
     assert all(len(line) <= 99 for line in lines[11:])
-    wrapped = "".join(line.strip() for line in lines[11:])
+    wrapped = "".join(line.strip() for line in lines[11:]).replace(" ", "")
     assert wrapped == str({"a": 1.5, "b": "x" * 100}).replace(" ", "")
     assert "three beats two" not in out
     claims_summary()  # the book's own model: every claim held, or the chapter stopped
