@@ -26,20 +26,24 @@ export TOKENIZERS_PARALLELISM = false
 # The chapters and the results page (it reads the measurements the package ships).
 CHAPTERS := $(sort $(wildcard book/[0-9][0-9]-*.ipynb)) book/measurements.ipynb
 PACKAGE  := $(wildcard bertflow_mini/*.py bertflow_mini/*/*.py)
-# Everything else the HTML book is built from, copied beside the executed chapters.
-BOOK_FILES := _config.yml _toc.yml $(wildcard _static/*) $(filter-out %.ipynb %.py,$(wildcard book/*))
+# Everything else the HTML book is built from, copied beside the executed chapters (not the
+# generated editions in book/colab and book/student).
+BOOK_FILES := _config.yml _toc.yml $(wildcard _static/*) \
+	$(filter-out %.ipynb %.py book/colab book/student,$(wildcard book/*))
 EXECUTED := $(BUILD)/executed
 # The chapters' check, as CI runs it (book/conftest.py: tolerances, PYTHONHASHSEED=0 in the kernel).
 # pytest-randomly must stay off: it would shuffle a chapter's cells. One chapter: NOTEBOOKS=book/04-….ipynb
 NOTEBOOKS ?= book/
 NBVAL = --nbval-lax -p no:randomly $(NOTEBOOKS)
 
-.PHONY: all install browser-deps cache book html refresh test test-colab unit test-portability clean help
+.PHONY: all install browser-deps cache book html editions student refresh test test-colab unit test-portability clean help
 all: help
 help:
 	@echo "make book    - set up, execute the chapters into $(EXECUTED)/ (what changed), build the HTML book"
 	@echo "make test    - set up and run every test (units, chapters through nbval, HTML build, browser check)"
 	@echo "make html    - build the HTML book from the committed outputs (no execution)"
+	@echo "make editions - write the Colab and student editions (book/colab, book/student) from the chapters"
+	@echo "make student - write the student editions only (book/student: no solutions)"
 	@echo "make refresh - (maintainers) re-execute the chapters in place, rewriting their committed outputs"
 	@echo "make test-portability - the chapters' checks under other BLAS kernels and thread counts"
 	@echo "make test-colab - every chapter as a Colab reader runs it (wheel, bert-base's shape)"
@@ -97,6 +101,15 @@ book: $(addprefix $(EXECUTED)/,$(CHAPTERS) $(BOOK_FILES)) | $(VENV)/.installed-b
 html: $(VENV)/.installed-book
 	$(VENV)/bin/jupyter-book build . --path-output $(BUILD) --warningiserror --keep-going -q
 	@echo "The book (committed outputs) is at file://$(abspath $(BUILD))/_build/html/index.html"
+
+# The Colab edition (no MyST, no outputs, the install pinned to v<version>) and the student edition
+# (the same without solutions) of every chapter and the results page, generated from book/*.ipynb
+# and committed where the README's Colab links point. Rerun after changing a chapter (a test fails
+# while a committed edition is stale); the editions read the committed outputs' glued values.
+editions: $(VENV)/.installed-book
+	$(PY) -m bertflow_mini.chapters.editions
+student: $(VENV)/.installed-book
+	$(PY) -m bertflow_mini.chapters.editions --edition student
 
 # Rewrites book/*.ipynb (one chapter: make refresh CHAPTERS=book/04-representation-degeneration.ipynb),
 # then prints, per chapter, every number that moved and every checked cell that no longer matches

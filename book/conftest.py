@@ -39,6 +39,9 @@ from bertflow_mini.chapters.output_check import (
 os.environ["PYTHONHASHSEED"] = "0"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+#: The generated Colab and student editions (make editions) have no outputs to check: not collected.
+collect_ignore_glob = ["colab/*", "student/*"]
+
 #: Seconds a cell may wait for its last output message once it has finished (nbval's default: 5).
 OUTPUT_TIMEOUT = 60
 DRIFTS = pytest.StashKey[dict[str, list[Drift]]]()

@@ -5,6 +5,8 @@ fast end-to-end runs."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -262,3 +264,87 @@ def _restore_global_state():
     np.random.set_state(np_state)
     torch.set_rng_state(torch_state)
     torch.set_num_threads(threads)
+
+
+# ----------------------------------------------------------------------------- chapters
+def tags(cell: dict) -> set[str]:
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def directive_fences(markdown: str) -> list[tuple[str, str]]:
+    """Each directive fence in ``markdown`` as (info, content), e.g. ``("{dropdown} Solution",
+    "…")``: markdown-it's parse (the CommonMark reference), nested fences included."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.colon_fence import colon_fence_plugin
+
+    md = MarkdownIt("commonmark").use(colon_fence_plugin)
+    infos, todo = [], [markdown]
+    while todo:
+        for token in md.parse(todo.pop()):
+            if token.type in ("fence", "colon_fence") and token.info.startswith("{"):
+                infos.append((token.info.strip(), token.content))
+                todo.append(token.content)
+    return infos
+
+
+def exercise_section(nb: dict) -> dict | None:
+    """The Exercises section of a chapter: its markdown text and its code cells (None if none)."""
+    text, code, inside = [], [], False
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            if re.search(r"^#+\s*Exercises", src, re.M):
+                inside = True
+                src = src[re.search(r"^#+\s*Exercises", src, re.M).start() :]
+            if inside and re.search(r"^#+\s*References", src, re.M):
+                text.append(src[: re.search(r"^#+\s*References", src, re.M).start()])
+                break
+            if inside:
+                text.append(src)
+        elif inside:
+            code.append(cell)
+    return {"text": "\n".join(text), "code": code} if inside else None
+
+
+# ----------------------------------------------------------------------------- browser
+def chromium_driver():
+    """Debian's headless Chromium with no network at all (skipped where it is not installed)."""
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        if os.environ.get("CI"):
+            pytest.fail(
+                "CI must have Debian's chromium and chromium-driver (make test installs them)"
+            )
+        pytest.skip(
+            "headless Chromium not installed (apt-get install chromium chromium-driver)"
+        )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1280,2000",
+        "--allow-file-access-from-files",
+        # no network at all: any http(s) request fails, so a page that needs one shows it
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost",
+    ):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    return webdriver.Chrome(service=Service(driver), options=opts)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a test module."""
+    drv = chromium_driver()
+    yield drv
+    drv.quit()

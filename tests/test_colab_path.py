@@ -34,6 +34,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from scipy.stats import spearmanr
 
+import bertflow_mini
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: pytest's own dependency
@@ -41,6 +43,8 @@ except ModuleNotFoundError:  # Python 3.10: pytest's own dependency
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted(REPO.glob("book/[0-9][0-9]-*.ipynb"))
+#: What Colab readers open: the chapters' Colab editions (make editions), installing the release.
+EDITIONS = sorted(REPO.glob("book/colab/[0-9][0-9]-*.ipynb"))
 CONFIG = yaml.safe_load((REPO / "_config.yml").read_text())
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 COLAB_MODEL = "bert-base-uncased"
@@ -55,7 +59,7 @@ PAPER_ROWS = {
     "whitening-256 (target)": (71.43, 63.89),
 }
 #: Package modules that only build the book (``make book``): they may need the ``book`` extra.
-BOOK_TOOLS = {"execute"}
+BOOK_TOOLS = {"execute", "editions", "colab_edition", "myst_markdown"}
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +131,9 @@ def run_cell(source: str) -> tuple[dict, RecordingShell]:
 
 
 @pytest.mark.usefixtures("_restore_global_state")
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name[:2])
+@pytest.mark.parametrize(
+    "chapter", CHAPTERS + EDITIONS, ids=lambda p: f"{p.parent.name}-{p.name[:2]}"
+)
 def test_first_cell_with_bert_base_sets_up_and_installs_only_in_colab(
     chapter, bert_base_mirror, monkeypatch, capsys
 ):
@@ -153,9 +159,12 @@ def test_first_cell_with_bert_base_sets_up_and_installs_only_in_colab(
         PYPROJECT["project"]["name"]
     )
     url = f"git+{CONFIG['repository']['url']}"
-    assert requirement.url in (url, f"{url}@{CONFIG['repository']['branch']}"), (
-        requirement.url
-    )
+    release = f"{url}@v{bertflow_mini.__version__}"  # the editions install the release
+    assert requirement.url in (
+        url,
+        f"{url}@{CONFIG['repository']['branch']}",
+        release,
+    ), requirement.url
     assert namespace["MODEL"] == COLAB_MODEL
 
 
@@ -419,7 +428,11 @@ def colab_runtime(tmp_path_factory) -> dict:
         "venv": venv,
         "mirror": mirror,
         "data": data,
-        "urls": [url, f"{url}@{CONFIG['repository']['branch']}"],
+        "urls": [
+            url,
+            f"{url}@{CONFIG['repository']['branch']}",
+            f"{url}@v{bertflow_mini.__version__}",
+        ],
     }
 
 
@@ -456,15 +469,16 @@ def test_the_simulated_hub_serves_bert_base_at_its_exact_shape(colab_runtime):
 
 
 @pytest.mark.colab
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("chapter", EDITIONS, ids=lambda p: p.name[:2])
 def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(
     chapter, colab_runtime, tmp_path
 ):
-    """A Colab reader's run, offline: the chapter unedited, in a kernel of the virtualenv above started
-    in an empty folder (no checkout on ``sys.path``), its install cell checked and pointed at the
-    wheel, bert-base-uncased (``$BERTFLOW_MODEL``) and the MultiBERTs served from the mirror
-    (``$BERTFLOW_MODELS``), the first ``COLAB_MAX_PAIRS`` pairs of each split, an empty cache (QNLI
-    as its download would leave it). Passes when no cell raises; claims that fail print notes."""
+    """A Colab reader's run, offline: the chapter's Colab edition unedited, in a kernel of the
+    virtualenv above started in an empty folder (no checkout on ``sys.path``), its install cell
+    checked and pointed at the wheel, bert-base-uncased (``$BERTFLOW_MODEL``) and the MultiBERTs
+    served from the mirror (``$BERTFLOW_MODELS``), the first ``COLAB_MAX_PAIRS`` pairs of each
+    split, an empty cache (QNLI as its download would leave it). Passes when no cell raises; the
+    claims that fail are listed by the edition's last cell."""
     from colab_mirror import kernel_env, qnli_fixture, run_chapter
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 

@@ -8,6 +8,8 @@
 ``puzzle``, ``pmi``, ``cooccurrence``, ``mlm_probe``, ``synonyms``, ``flow_toys``: one chapter's
                  experiments
 ``execute``, ``output_check``: running a chapter and comparing a fresh output with the committed one
+``editions``     the Colab and student editions of every chapter (``make editions``), each built by
+                 ``colab_edition``, whose text ``myst_markdown`` turns from MyST into plain Markdown
 
 Where code lives (one rule for the whole package): a measurement a reader could apply to their own
 model or vectors — a function of vectors, an encoder or a dataset — lives in its layer

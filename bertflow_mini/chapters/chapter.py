@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import textwrap
 import warnings
 
 import numpy as np
@@ -55,6 +56,10 @@ def where_from(source: str) -> str:
 
 #: The model of the running chapter (set by :func:`setup`), which :func:`claim` checks against.
 _STATE: dict[str, str] = {"model": BOOK_MODEL}
+#: The claims that did not hold on a model other than the book's: statement -> detail, in order.
+_NOTES: dict[str, str] = {}
+#: Whether claims keep their notes for :func:`claims_summary` instead of printing them.
+_GATHER: dict[str, bool] = {"on": False}
 
 
 def setup(model: str | None = None, seed: int = 0) -> str:
@@ -73,6 +78,7 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     why = "named in the chapter" if model else why_default()
     model = model or default_model()
     _STATE["model"] = model
+    _NOTES.clear()
     source = (
         "GloVe word vectors" if is_glove(model) else where_from(resolve_model(model))
     )
@@ -103,12 +109,13 @@ class ClaimError(AssertionError):
     """A sentence of the book's prose no longer holds for the model it was written for."""
 
 
-def claim(holds: bool, statement: str, detail: str = "") -> bool:
+def claim(holds: bool, statement: str, detail: object = "") -> bool:
     """The check behind a sentence of prose: ``holds`` says whether ``statement`` is true of the
     outputs just printed.
 
     For the book's own model (the one the prose was written for) a false claim fails the chapter
-    with :class:`ClaimError`; for any other model it prints a visible note and the chapter goes on.
+    with :class:`ClaimError`; for any other model it prints a visible note (or, after
+    :func:`gather_claims`, keeps it for :func:`claims_summary`) and the chapter goes on.
     Returns ``holds``, so a cell can choose its wording from it.
     """
     holds = bool(holds)
@@ -120,12 +127,53 @@ def claim(holds: bool, statement: str, detail: str = "") -> bool:
         raise ClaimError(
             f"the prose says: {message} — and for {model} it no longer holds"
         )
+    _NOTES[statement] = str(detail)  # chapters pass dicts and tables too
+    if _GATHER["on"]:
+        return False
     print(
         f"NOTE: the text says '{statement}', written for {BOOK_MODEL}; on {model} this does not hold"
         + (f": {detail}" if detail else "")
         + "."
     )
     return False
+
+
+def gather_claims(on: bool = True) -> None:
+    """Keep the notes of claims that fail on another model for :func:`claims_summary` instead of
+    printing each where it fails: the Colab edition reads as one text, then lists what differs."""
+    _GATHER["on"] = on
+
+
+def claims_summary(max_lines: int = 12) -> None:
+    """Print, once, which sentences of the text (written for the book's model) do not hold on the
+    model this run set up, each with what was measured (at most ``max_lines`` lines of it)."""
+    model = _STATE["model"]
+    if short_name(model) == BOOK_MODEL:
+        print(
+            f"This run uses {model}, the model the text was written for: every sentence "
+            "the hidden checks guard held (one that did not would have stopped the chapter)."
+        )
+        return
+    if not _NOTES:
+        print(f"Every sentence the hidden checks guard holds on {model} as well.")
+        return
+    n = len(_NOTES)
+    print(
+        f"What differs on {model}: {n} sentence{'s' * (n > 1)} of the text, written for "
+        f"{BOOK_MODEL}, {'do' if n > 1 else 'does'} not hold here."
+    )
+    for i, (statement, detail) in enumerate(_NOTES.items(), 1):
+        print(f"\n{i}. {statement}")
+        # each measured line wrapped to the width of a notebook's output
+        lines = [
+            part
+            for line in detail.splitlines()
+            for part in textwrap.wrap(line, 96, subsequent_indent="  ") or [""]
+        ]
+        for line in lines[:max_lines]:
+            print(f"   {line}")
+        if (more := len(lines) - max_lines) > 0:
+            print(f"   ... ({more} more line{'s' * (more > 1)})")
 
 
 def glue(name: str, value: object, display: bool = True) -> None:

@@ -151,6 +151,68 @@ def test_a_claim_fails_the_chapter_for_the_book_model_and_is_a_visible_note_for_
     chapter_setup._STATE["model"] = "scratch-bert"
 
 
+def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_end(
+    capsys,
+):
+    from bertflow_mini.chapters import chapter as chapter_setup
+    from bertflow_mini.chapters.chapter import claim, claims_summary, gather_claims
+
+    chapter_setup._STATE["model"] = "bert-base-uncased"
+    chapter_setup._NOTES.clear()
+    gather_claims()
+    try:
+        assert claim(True, "three beats two") is True
+        assert claim(False, "the control beats the model", "63.0 vs 67.1") is False
+        assert claim(False, "the cone is wide", "row 1\nrow 2\nrow 3") is False
+        assert claim(False, "a dict as detail", {"a": 1.5, "b": "x" * 100}) is False
+        # a reader re-running a cell: the same sentence once, with the latest measurement
+        assert claim(False, "the control beats the model", "62.9 vs 67.1") is False
+        assert capsys.readouterr().out == ""
+        claims_summary(max_lines=2)
+    finally:
+        gather_claims(False)
+        chapter_setup._STATE["model"] = "scratch-bert"
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[:9] == [
+        "What differs on bert-base-uncased: 3 sentences of the text, written for "
+        "scratch-bert, do not hold here.",
+        "",
+        "1. the control beats the model",
+        "   62.9 vs 67.1",
+        "",
+        "2. the cone is wide",
+        "   row 1",
+        "   row 2",
+        "   ... (1 more line)",
+    ]
+    # a long detail is wrapped to a notebook's width, and nothing of it is lost
+    assert lines[10] == "3. a dict as detail"
+    assert all(len(line) <= 99 for line in lines[11:])
+    wrapped = "".join(line.strip() for line in lines[11:]).replace(" ", "")
+    assert wrapped == str({"a": 1.5, "b": "x" * 100}).replace(" ", "")
+    assert "three beats two" not in out
+    claims_summary()  # the book's own model: every claim held, or the chapter stopped
+    assert "the model the text was written for" in capsys.readouterr().out
+
+
+def test_setup_starts_a_chapter_with_no_gathered_notes(monkeypatch, capsys):
+    from bertflow_mini.chapters import chapter as chapter_setup
+
+    chapter_setup._NOTES["left over from another chapter"] = ""
+    monkeypatch.setenv("BERTFLOW_MODEL", "bert-base-uncased")
+    monkeypatch.setattr(chapter_setup, "resolve_model", lambda name: "hub-name")
+    try:
+        chapter_setup.setup()
+        capsys.readouterr()
+        chapter_setup.claims_summary()
+    finally:
+        chapter_setup._STATE["model"] = "scratch-bert"
+    assert capsys.readouterr().out == (
+        "Every sentence the hidden checks guard holds on bert-base-uncased as well.\n"
+    )
+
+
 def test_glue_uses_myst_nb_when_installed_and_only_displays_without_it(monkeypatch):
     import builtins
     import sys
