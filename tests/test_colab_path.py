@@ -462,7 +462,7 @@ def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(
 ):
     """A Colab reader's run, offline: the chapter unedited, in a kernel of the virtualenv above started
     in an empty folder (no checkout on ``sys.path``), its install cell checked and pointed at the
-    wheel, bert-base-uncased (``$BERTFLOW_MODEL``) and the MultiBERTs served from the mirror
+    wheel, bert-base-uncased (``$BERTFLOW_MODEL_NAME``) and the MultiBERTs served from the mirror
     (``$BERTFLOW_MODELS``), the first ``COLAB_MAX_PAIRS`` pairs of each split, an empty cache (QNLI
     as its download would leave it). Passes when no cell raises; claims that fail print notes."""
     from colab_mirror import kernel_env, qnli_fixture, run_chapter
@@ -477,7 +477,7 @@ def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(
         {
             "BERTFLOW_MODELS": str(colab_runtime["mirror"]),
             "BERTFLOW_DATA": str(colab_runtime["data"]),
-            "BERTFLOW_MODEL": COLAB_MODEL,
+            "BERTFLOW_MODEL_NAME": COLAB_MODEL,
             "BERTFLOW_MAX_PAIRS": str(COLAB_MAX_PAIRS),
             "BERTFLOW_CACHE": str(cache),
         },
@@ -513,7 +513,7 @@ def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(
         o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
     )
     assert (
-        f"model : {COLAB_MODEL}  ($BERTFLOW_MODEL names it) [local mirror ($BERTFLOW_MODELS)]"
+        f"model : {COLAB_MODEL}  ($BERTFLOW_MODEL_NAME names it) [local mirror ($BERTFLOW_MODELS)]"
         in printed
     )
 

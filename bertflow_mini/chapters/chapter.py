@@ -15,6 +15,7 @@ from bertflow_mini.chapters.plotting import set_style
 from bertflow_mini.data.pairs import MAX_PAIRS_ENV, max_pairs
 from bertflow_mini.encoders.names import (
     BOOK_MODEL,
+    build,
     default_model,
     is_glove,
     resolve_model,
@@ -58,10 +59,11 @@ _STATE: dict[str, str] = {"model": BOOK_MODEL}
 
 
 def setup(model: str | None = None, seed: int = 0) -> str:
-    """Seed, style, and print which model runs, why, where it comes from and on which device;
+    """Seed, style, build the model when this machine makes it and has not yet (saying so and
+    about how long), and print which model runs, why, where it comes from and on which device;
     returns the model name.
 
-    ``model=None`` picks :func:`bertflow_mini.encoders.names.default_model`: ``$BERTFLOW_MODEL`` if
+    ``model=None`` picks :func:`bertflow_mini.encoders.names.default_model`: ``$BERTFLOW_MODEL_NAME`` if
     set, else the book's ``scratch-bert`` where a local mirror is configured or the hub is out of
     reach, else (Colab) the paper's ``bert-base-uncased``. A name given here always wins.
     """
@@ -73,6 +75,8 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     why = "named in the chapter" if model else why_default()
     model = model or default_model()
     _STATE["model"] = model
+    # the chapter's build step: pretraining or fine-tuning happens here, never in a lookup
+    build(model)
     source = (
         "GloVe word vectors" if is_glove(model) else where_from(resolve_model(model))
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from bertflow_mini._device import default_device
+from bertflow_mini.encoders.loading import load_network
 from bertflow_mini.encoders.names import resolve_model
 
 
@@ -15,17 +16,9 @@ def load_mlm(name: str = "scratch-bert", device: str | None = None):
     """A ``BertForMaskedLM`` with its head, in eval mode on ``device`` (default: a GPU when there is
     one), from a checkpoint name or folder."""
     from transformers import BertForMaskedLM
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # no "Loading weights" bar in a chapter's output
-    try:
-        return (
-            BertForMaskedLM.from_pretrained(resolve_model(name))
-            .eval()
-            .to(device or default_device())
-        )
-    finally:
-        hf_logging.enable_progress_bar()
+    model = load_network(resolve_model(name), BertForMaskedLM, name)
+    return model.to(device or default_device())
 
 
 def checkpoint_token_counts(name: str = "scratch-bert") -> np.ndarray:
