@@ -9,7 +9,7 @@ import numpy as np
 
 from bertflow_mini._device import default_device
 from bertflow_mini.encoders.loading import load_network
-from bertflow_mini.encoders.names import resolve_model
+from bertflow_mini.encoders.names import source_of
 
 
 def load_mlm(name: str = "scratch-bert", device: str | None = None):
@@ -17,14 +17,14 @@ def load_mlm(name: str = "scratch-bert", device: str | None = None):
     one), from a checkpoint name or folder."""
     from transformers import BertForMaskedLM
 
-    model = load_network(resolve_model(name), BertForMaskedLM, name)
+    model = load_network(source_of(name), BertForMaskedLM, name)
     return model.to(device or default_device())
 
 
 def checkpoint_token_counts(name: str = "scratch-bert") -> np.ndarray:
     """How often each token id occurs in the checkpoint's training corpus (``token_counts.npy``,
     written by :func:`bertflow_mini.encoders.pretrain.pretrain`; special tokens are counted as 0)."""
-    path = Path(resolve_model(name)) / "token_counts.npy"
+    path = Path(source_of(name)) / "token_counts.npy"
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} does not exist: only checkpoints pretrained by "

@@ -102,6 +102,12 @@ def resolve_model(name: str) -> str:
     return _resolve(str(name), initialise=False)
 
 
+def source_of(name: str) -> str:
+    """:func:`resolve_model` for a loader: a missing random-init control is initialised first
+    (seconds, no training); a model that needs training must be built (:func:`build`)."""
+    return _resolve(str(name), initialise=True)
+
+
 def _resolve(name: str, initialise: bool) -> str:
     """:func:`resolve_model`; ``initialise`` builds a missing random-init control (no training)."""
     if is_glove(name):
@@ -185,9 +191,7 @@ def load_encoder(name: str, device: str | None = None) -> Encoder:
     trained here (:func:`build`)."""
     if is_glove(name):
         return load_glove_encoder(name)
-    return load_from(
-        _resolve(str(name), initialise=True), name, device or default_device()
-    )
+    return load_from(source_of(name), name, device or default_device())
 
 
 #: SimCSE training seeds the book runs for its own model and that model's control (chapter 7)
@@ -224,8 +228,11 @@ def simcse_encoder(encoder: Encoder, seed: int = 0) -> Encoder:
 
 def training_log_of(name: str):
     """The training log of a trained checkpoint name: scratch-bert's curve and facts, or a SimCSE
-    model's loss per step and facts."""
+    model's loss per step and facts. Builds the run first when it is missing (with
+    :func:`build`'s message): chapter 7 reads its SimCSE logs before it fine-tunes by name."""
     kind = parse_name(name).kind
+    if kind in ("simcse", "scratch"):
+        build(name)
     if kind == "simcse":
         return simcse.read_training_log(Path(resolve_model(name)))
     if kind == "scratch":

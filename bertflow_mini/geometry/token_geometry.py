@@ -97,9 +97,9 @@ def load_output_layer(name: str) -> OutputLayer:
     :data:`ESTIMATED`: an estimate, so the chapter says so)."""
     from bertflow_mini.encoders.checkpoints import checkpoint_token_counts, load_mlm
     from bertflow_mini.encoders.loading import load_tokenizer
-    from bertflow_mini.encoders.names import resolve_model
+    from bertflow_mini.encoders.names import source_of
 
-    tokenizer = load_tokenizer(resolve_model(name), name)
+    tokenizer = load_tokenizer(source_of(name), name)
     try:
         counts, source = checkpoint_token_counts(name), "the training corpus"
     except FileNotFoundError:

@@ -120,7 +120,7 @@ def test_looking_up_an_unbuilt_model_never_trains_and_says_how_to_build(
     with pytest.raises(NotBuiltError, match="simcse --models scratch-bert\\+simcse"):
         names.resolve_model("scratch-bert+simcse")
     with pytest.raises(NotBuiltError, match="nor is its base scratch-bert"):
-        names.training_log_of("scratch-bert+simcse-seed1")
+        names.resolve_model("scratch-bert+simcse-seed1")
     assert not list((tmp_path / "cache" / "models").glob("scratch-bert*"))
 
 
