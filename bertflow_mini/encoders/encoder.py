@@ -238,6 +238,7 @@ def _layer_summary(
     is left as it was); the entry's key then holds everything that decides the masks as well: the
     seed, ``batch_size``, the dropout rates and the device type (a GPU draws other masks).
     """
+    shape: tuple[int, ...]
     if content == MEANS:
         shape, run = (encoder.n_layers + 2, len(unique), encoder.dim), _run_model
     else:

@@ -184,7 +184,7 @@ def pretrain(
             )  # the initial weights are drawn on the CPU, then moved
             model = BertForMaskedLM(
                 bert_config(recipe, len(tokenizer), tokenizer.pad_token_id)
-            ).to(device)
+            ).to(device)  # type: ignore[arg-type]  # transformers' wrapper hides .to's signature
             log = _CurveAndCheckpoints(
                 model, held, saves, tokenizer, every=max(1, recipe.steps // 20)
             )

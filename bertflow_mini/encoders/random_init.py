@@ -16,6 +16,7 @@ device, and the shapes of Turc et al.'s BERT miniatures (:data:`SHAPES`).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -36,10 +37,13 @@ from bertflow_mini.encoders.spec import (  # noqa: F401 (INITIALISERS: re-export
     check_initialiser,
 )
 
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
+
 MINIATURES_BASE = "bert-base-uncased"
 
 
-def config_without_weights(base: str) -> tuple[object, str]:
+def config_without_weights(base: str) -> tuple[PretrainedConfig, str]:
     """The config of ``base`` and where its tokenizer is, without any weights: a folder or the
     mirror (``<short name>`` or ``<short name>-tokenizer``), a miniature's shape, else the hub."""
     from transformers import AutoConfig
@@ -86,7 +90,7 @@ def truncated_normal_(model: torch.nn.Module, std: float, seed: int) -> None:
 
 def random_init_folder(
     base: str, seed: int = 0, init: str = "hf"
-) -> tuple[Path, object, str]:
+) -> tuple[Path, PretrainedConfig, str]:
     """Where ``base``'s random-init control lives (whether or not it exists yet), keyed by the
     config, seed and library version, with the config and tokenizer source it is built from."""
     import transformers

@@ -72,7 +72,7 @@ class Whitening:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        if self.W is None:
+        if self.W is None or self.mean is None:
             raise RuntimeError("Whitening.transform called before fit")
         x = check_matrix(X, "X", dim=len(self.mean))
         out = (x.astype(np.float64) - self.mean) @ self.W
@@ -106,7 +106,7 @@ class StreamingWhitening:
         return self
 
     def finalize(self, k: int | None = None, eps: float = 1e-6) -> Whitening:
-        if self.n < 2:
+        if self.n < 2 or self.shift is None:
             raise ValueError(
                 f"need at least 2 rows to estimate a covariance, got {self.n}"
             )
@@ -147,7 +147,7 @@ class AllButTheTop:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        if self.directions is None:
+        if self.directions is None or self.mean is None:
             raise RuntimeError("AllButTheTop.transform called before fit")
         x = check_matrix(X, "X", dim=len(self.mean))
         centred = x.astype(np.float64) - self.mean

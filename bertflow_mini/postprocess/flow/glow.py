@@ -125,7 +125,7 @@ class Glow(Flow):
         factored = []  # the parts taken out after each level, outermost first
         h = x
         for level, steps in enumerate(self.levels):
-            for step in steps:
+            for step in steps:  # type: ignore[attr-defined]  # a ModuleList of ModuleLists
                 h, step_logdet = step(h)
                 logdet = (
                     logdet + step_logdet
@@ -150,7 +150,7 @@ class Glow(Flow):
                 level < len(self.levels) - 1
             ):  # bring back the part factored out after this level
                 h = torch.cat([h, z[:, self.dims[level + 1] : self.dims[level]]], dim=1)
-            for step in reversed(self.levels[level]):
+            for step in reversed(self.levels[level]):  # type: ignore[call-overload]  # a ModuleList of ModuleLists
                 h, step_logdet = step.inverse(h)
                 logdet = logdet + step_logdet
         return h, logdet
@@ -175,12 +175,12 @@ class Glow(Flow):
         """``log|det|`` of each flow step's ActNorm (``Σ 3·s``, the same for every input), indexed
         ``level i, step j``: where a flow's volume change sits (the couplings' own ActNorms are not
         part of the flow's log-det and are left out)."""
-        rows = {
+        rows = {  # type: ignore[var-annotated]  # a ModuleList of ModuleLists
             f"level {i + 1}, step {j + 1}": float(
                 (step.actnorm.logscale_factor * step.actnorm.logs).detach().sum()
             )
             for i, steps in enumerate(self.levels)
-            for j, step in enumerate(steps)
+            for j, step in enumerate(steps)  # type: ignore[arg-type]  # a ModuleList of ModuleLists
         }
         return pd.Series(rows, name="ActNorm log|det|")
 

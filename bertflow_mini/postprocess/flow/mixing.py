@@ -15,6 +15,9 @@ from bertflow_mini.postprocess.flow.base import Flow, ValueAndLogdet
 class Permutation(Flow):
     """``y = x[:, order]`` for a fixed ``order``. A permutation matrix has det ±1: logdet = 0."""
 
+    order: torch.Tensor
+    undo: torch.Tensor
+
     def __init__(self, order: torch.Tensor):
         super().__init__()
         self.dim = len(order)
@@ -49,6 +52,11 @@ class InvertibleLinear(Flow):
     lower-triangular ``L``, the strictly upper-triangular ``U`` and ``log_s`` are learned. The LU
     form makes the determinant free: det W = ±Π exp(log_s), so logdet = Σ log_s.
     """
+
+    P: torch.Tensor
+    sign_s: torch.Tensor
+    lower_mask: torch.Tensor
+    eye: torch.Tensor
 
     def __init__(self, dim: int):
         super().__init__()

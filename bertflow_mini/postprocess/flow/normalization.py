@@ -26,6 +26,8 @@ class ActNorm(Flow):
     logdet = Σ_channels logscale_factor · logs   (the same for every sample)
     """
 
+    initialized: torch.Tensor
+
     def __init__(self, dim: int, logscale_factor: float = 3.0, dead_tol: float = 1e-4):
         super().__init__()
         if dead_tol < 0:

@@ -29,7 +29,7 @@ class BertAdamW(torch.optim.Optimizer):
         )
 
     @torch.no_grad()
-    def step(self, closure=None) -> None:
+    def step(self, closure=None) -> None:  # type: ignore[override]
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             for p in group["params"]:
