@@ -219,9 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _fill_default_models(args)
     try:
         return args.func(args)
+    # missing data/model, bad input: one clear line, no traceback
     except (
         OSError,
         ValueError,
-    ) as err:  # missing data/model, bad input: one clear line, no traceback
+    ) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -190,9 +190,8 @@ def train_step(
     inputs, labels = mask_tokens(
         b.ids, b.special, mask_id=data.mask_id, vocab_size=data.vocab_size, gen=gen
     )
-    if not (
-        labels != IGNORE
-    ).any():  # a batch of one-word sentences can draw no target at all
+    # a batch of one-word sentences can draw no target at all
+    if not (labels != IGNORE).any():
         return float("nan")
     loss = mlm_loss(model, inputs, b.attention, labels)
     opt.zero_grad(set_to_none=True)

@@ -166,22 +166,19 @@ def pretrain(
     held = tokenize(held_text, tokenizer, recipe.max_length)
     counts = np.bincount(np.concatenate(train.seqs), minlength=train.vocab_size)
     counts[list(train.special_ids)] = 0
-    with atomic_dir(
-        final
-    ) as staging:  # another process may finish the same recipe first: keep theirs
+    # another process may finish the same recipe first: keep theirs
+    with atomic_dir(final) as staging:
         saves = {
             round(recipe.steps * p / 100): staging / f"pct-{p:03d}" for p in PERCENTS
         }
-        device = (
-            default_device()
-        )  # a GPU when there is one: masks are drawn on the CPU either way
+        # a GPU when there is one: masks are drawn on the CPU either way
+        device = default_device()
         with (
             torch.random.fork_rng(devices=cuda_devices(device)),
             torch_threads(threads or os.cpu_count()),
         ):
-            torch.manual_seed(
-                recipe.seed
-            )  # the initial weights are drawn on the CPU, then moved
+            # the initial weights are drawn on the CPU, then moved
+            torch.manual_seed(recipe.seed)
             model = BertForMaskedLM(
                 bert_config(recipe, len(tokenizer), tokenizer.pad_token_id)
             ).to(device)  # type: ignore[arg-type]  # transformers' wrapper hides .to's signature
@@ -212,10 +209,8 @@ def pretrain(
             "unigram_entropy": unigram_entropy(counts),
             "seconds": seconds,
         }
-        for folder in [
-            staging,
-            *saves.values(),
-        ]:  # each checkpoint carries the run's log and counts
+        # each checkpoint carries the run's log and counts
+        for folder in [staging, *saves.values()]:
             np.save(folder / "token_counts.npy", counts)
             write_run_log(folder, "recipe.json", info, log.rows)
     return final

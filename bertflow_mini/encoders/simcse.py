@@ -166,9 +166,8 @@ def train_simcse(
             range(config.steps), desc="SimCSE", disable=not progress, unit="step"
         ):
             index = next(batches)
-            while (
-                len(index) < 2
-            ):  # a lone sentence has no negative: take the next batch
+            # a lone sentence has no negative: take the next batch
+            while len(index) < 2:
                 index = next(batches)
             b = data.batch(index)
             z1, z2 = embed_twice(
@@ -224,9 +223,8 @@ def train_and_save(
         flush=True,
     )
     model = copy.deepcopy(encoder.model)
-    with atomic_dir(
-        final
-    ) as staging:  # another process may finish the same model first: keep theirs
+    # another process may finish the same model first: keep theirs
+    with atomic_dir(final) as staging:
         start, cpu = time.perf_counter(), time.process_time()
         with torch_threads(threads):  # None: the caller's setting
             losses = train_simcse(

@@ -30,23 +30,19 @@ class FlowConfig:
     depth: int = 3
     width: int = 32
     coupling: str = "additive"
-    permutation: str = (
-        "reverse"  # the code's fixed reversal ("shuffle": the paper's text)
-    )
-    dead_tol: float = (
-        1e-4  # 0: the official ActNorm init, which scales constant channels by 1e6
-    )
+    # the code's fixed reversal ("shuffle": the paper's text)
+    permutation: str = "reverse"
+    # 0: the official ActNorm init, which scales constant channels by 1e6
+    dead_tol: float = 1e-4
     epochs: int = 1
     batch_size: int = 32
     lr: float = 1e-3
     weight_decay: float = 0.01
     clip_norm: float = 1.0
-    bias_correction: bool = (
-        True  # False: BERT's AdamWeightDecayOptimizer, as the official code
-    )
-    init_size: int | None = (
-        None  # rows for ActNorm's data-dependent init (None: the first batch)
-    )
+    # False: BERT's AdamWeightDecayOptimizer, as the official code
+    bias_correction: bool = True
+    # rows for ActNorm's data-dependent init (None: the first batch)
+    init_size: int | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -66,9 +62,8 @@ class FlowConfig:
 
 def build_flow(dim: int, config: FlowConfig) -> Glow:
     """A fresh :class:`Glow` for ``config``, its random parts drawn from ``config.seed`` only."""
-    with torch.random.fork_rng(
-        devices=[]
-    ):  # seed the init without touching the caller's RNG
+    # seed the init without touching the caller's RNG
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         return Glow(
             dim,
@@ -170,9 +165,8 @@ def fit_flow(
         ) as bar,
     ):
         if config.init_size is not None:
-            with (
-                torch.no_grad()
-            ):  # every ActNorm's data-dependent init sees `init_size` rows
+            # every ActNorm's data-dependent init sees `init_size` rows
+            with torch.no_grad():
                 flow(
                     x_all[
                         next(

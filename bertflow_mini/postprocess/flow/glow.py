@@ -48,10 +48,8 @@ class FlowStep(Flow):
         x, logdet_norm = self.actnorm(x)
         x, logdet_perm = self.permute(x)
         x, logdet_coup = self.coupling(x)
-        return (
-            x,
-            logdet_norm + logdet_perm + logdet_coup,
-        )  # log|det| of a composition adds up
+        # log|det| of a composition adds up
+        return x, logdet_norm + logdet_perm + logdet_coup
 
     def inverse(self, z: torch.Tensor) -> ValueAndLogdet:
         z, logdet_coup = self.coupling.inverse(z)
@@ -100,9 +98,8 @@ class Glow(Flow):
             raise ValueError(
                 f"levels and depth must be >= 1, got levels={levels}, depth={depth}"
             )
-        self.dims = [
-            dim
-        ]  # channels each level works on: every split keeps the first ⌈d/2⌉
+        # channels each level works on: every split keeps the first ⌈d/2⌉
+        self.dims = [dim]
         for _ in range(levels - 1):
             self.dims.append((self.dims[-1] + 1) // 2)
         if self.dims[-1] < 2:
@@ -127,28 +124,23 @@ class Glow(Flow):
         for level, steps in enumerate(self.levels):
             for step in steps:  # type: ignore[attr-defined]  # a ModuleList of ModuleLists
                 h, step_logdet = step(h)
-                logdet = (
-                    logdet + step_logdet
-                )  # ← the only place the flow's logdet grows
+                # ← the only place the flow's logdet grows
+                logdet = logdet + step_logdet
             if level < len(self.levels) - 1:
                 keep = self.dims[level + 1]
-                h, z_out = (
-                    h[:, :keep],
-                    h[:, keep:],
-                )  # a split is a relabelling: logdet += 0
+                # a split is a relabelling: logdet += 0
+                h, z_out = h[:, :keep], h[:, keep:]
                 factored.append(z_out)
-        z = torch.cat(
-            [h, *reversed(factored)], dim=1
-        )  # each part back in its own channels
+        # each part back in its own channels
+        z = torch.cat([h, *reversed(factored)], dim=1)
         return z, logdet
 
     def inverse(self, z: torch.Tensor) -> ValueAndLogdet:
         logdet = z.new_zeros(z.shape[0])
         h = z[:, : self.dims[-1]]
         for level in reversed(range(len(self.levels))):
-            if (
-                level < len(self.levels) - 1
-            ):  # bring back the part factored out after this level
+            # bring back the part factored out after this level
+            if level < len(self.levels) - 1:
                 h = torch.cat([h, z[:, self.dims[level + 1] : self.dims[level]]], dim=1)
             for step in reversed(self.levels[level]):  # type: ignore[call-overload]  # a ModuleList of ModuleLists
                 h, step_logdet = step.inverse(h)

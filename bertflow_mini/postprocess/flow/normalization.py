@@ -38,9 +38,8 @@ class ActNorm(Flow):
         self.logs = nn.Parameter(torch.zeros(dim))
         # A buffer, so a saved/loaded flow remembers that it was initialised and never re-inits.
         self.register_buffer("initialized", torch.tensor(False))
-        self._ready = (
-            False  # Python mirror of `initialized`: skips a tensor→bool check per call
-        )
+        # Python mirror of `initialized`: skips a tensor→bool check per call
+        self._ready = False
 
     @torch.no_grad()
     def initialize(self, x: torch.Tensor) -> None:
@@ -53,9 +52,8 @@ class ActNorm(Flow):
         this flow and normflows' on those vectors (the flow's speed benchmark compares the two).
         """
         mean = x.mean(dim=0)
-        std = (
-            (x - mean).pow(2).mean(dim=0).sqrt()
-        )  # biased variance, as in the official Glow code
+        # biased variance, as in the official Glow code
+        std = (x - mean).pow(2).mean(dim=0).sqrt()
         dead = std < self.dead_tol * std.max()
         log_scale = torch.where(dead, torch.zeros_like(std), -torch.log(std + 1e-6))
         self.b.copy_(-mean)
@@ -63,9 +61,8 @@ class ActNorm(Flow):
         self.initialized.fill_(True)
         self._ready = True
 
-    def _load_from_state_dict(
-        self, *args, **kwargs
-    ):  # keep the Python mirror in sync on load
+    # keep the Python mirror in sync on load
+    def _load_from_state_dict(self, *args, **kwargs):
         super()._load_from_state_dict(*args, **kwargs)
         self._ready = bool(self.initialized)
 

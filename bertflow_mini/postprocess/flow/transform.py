@@ -46,9 +46,8 @@ class FlowTransform:
         x = check_matrix(X, "X", dim=self.flow.dim)
         device = next(self.flow.parameters()).device
         out = np.empty(x.shape, dtype=x.dtype)
-        with torch_threads(
-            1 if device.type == "cpu" else None
-        ):  # tiny matrices: see _threads
+        # tiny matrices: see _threads
+        with torch_threads(1 if device.type == "cpu" else None):
             for start in range(0, len(x), self.rows_per_chunk):
                 chunk = np.ascontiguousarray(
                     x[start : start + self.rows_per_chunk], dtype=np.float32
