@@ -89,7 +89,7 @@ def _fit_flow(embeddings, config=None, **kw):
         _WORK["fits"].append({"n": int(embeddings.shape[0]), "d": int(embeddings.shape[1]),
                               "epochs": int(cfg.epochs), "s": s})
         _WORK["fit_s"] += s
-_F.fit_flow = _fit_flow
+_F.fit_flow = _F.fit.fit_flow = _fit_flow  # bf.fit_flow, and FlowTransform's fits
 _load = _tr.PreTrainedModel.from_pretrained.__func__
 def _from_pretrained(cls, path, *a, **k):
     _WORK["loaded"].append(_o.path.basename(str(path).rstrip("/")))
@@ -177,7 +177,7 @@ def chapter_work(chapter: Path, sim: dict, timeout: int) -> dict:
             {
                 "BERTFLOW_MODELS": str(sim["mirror"]),
                 "BERTFLOW_DATA": sim["data"],
-                "BERTFLOW_MODEL": "bert-base-uncased",
+                "BERTFLOW_MODEL_NAME": "bert-base-uncased",
                 "BERTFLOW_CACHE": str(cache),
             },
         )

@@ -48,6 +48,7 @@ _API: dict[str, str] = {
     "CONTRAST_MODEL": "bertflow_mini.encoders",
     "control_of": "bertflow_mini.encoders",
     "load_encoder": "bertflow_mini.encoders",
+    "build": "bertflow_mini.encoders",
     "resolve_model": "bertflow_mini.encoders",
     "checkpoints_along_training": "bertflow_mini.encoders",
     "parameter_count": "bertflow_mini.encoders",

@@ -15,7 +15,7 @@
     python tests/colab_mirror.py /tmp/colab-mirror            # small shape (3 layers, width 96)
     python tests/colab_mirror.py /tmp/colab-mirror --exact    # bert-base's exact config (440 MB each)
 
-Then ``BERTFLOW_MODELS=/tmp/colab-mirror BERTFLOW_MODEL=bert-base-uncased`` runs a chapter on it.
+Then ``BERTFLOW_MODELS=/tmp/colab-mirror BERTFLOW_MODEL_NAME=bert-base-uncased`` runs a chapter on it.
 The small shape differs from scratch-bert's 4 x 256 in depth *and* width, so a chapter that assumes
 either fails there. Each checkpoint is a ``BertForMaskedLM`` (MultiBERTs ship an MLM head too).
 """
@@ -224,7 +224,7 @@ def kernel_env(
     out = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("PYTHONPATH", "BERTFLOW_MAX_PAIRS", "BERTFLOW_MODEL")
+        if k not in ("PYTHONPATH", "BERTFLOW_MAX_PAIRS", "BERTFLOW_MODEL_NAME")
     }
     out.update(
         {

@@ -475,7 +475,7 @@ def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(
 ):
     """A Colab reader's run, offline: the chapter's Colab edition unedited, in a kernel of the
     virtualenv above started in an empty folder (no checkout on ``sys.path``), its install cell
-    checked and pointed at the wheel, bert-base-uncased (``$BERTFLOW_MODEL``) and the MultiBERTs
+    checked and pointed at the wheel, bert-base-uncased (``$BERTFLOW_MODEL_NAME``) and the MultiBERTs
     served from the mirror (``$BERTFLOW_MODELS``), the first ``COLAB_MAX_PAIRS`` pairs of each
     split, an empty cache (QNLI as its download would leave it). Passes when no cell raises; the
     claims that fail are listed by the edition's last cell."""
@@ -491,7 +491,7 @@ def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(
         {
             "BERTFLOW_MODELS": str(colab_runtime["mirror"]),
             "BERTFLOW_DATA": str(colab_runtime["data"]),
-            "BERTFLOW_MODEL": COLAB_MODEL,
+            "BERTFLOW_MODEL_NAME": COLAB_MODEL,
             "BERTFLOW_MAX_PAIRS": str(COLAB_MAX_PAIRS),
             "BERTFLOW_CACHE": str(cache),
         },
@@ -527,7 +527,7 @@ def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(
         o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
     )
     assert (
-        f"model : {COLAB_MODEL}  ($BERTFLOW_MODEL names it) [local mirror ($BERTFLOW_MODELS)]"
+        f"model : {COLAB_MODEL}  ($BERTFLOW_MODEL_NAME names it) [local mirror ($BERTFLOW_MODELS)]"
         in printed
     )
 

@@ -16,6 +16,7 @@ from bertflow_mini.chapters.plotting import set_style
 from bertflow_mini.data.pairs import MAX_PAIRS_ENV, max_pairs
 from bertflow_mini.encoders.names import (
     BOOK_MODEL,
+    build,
     default_model,
     is_glove,
     resolve_model,
@@ -63,10 +64,11 @@ _GATHER: dict[str, bool] = {"on": False}
 
 
 def setup(model: str | None = None, seed: int = 0) -> str:
-    """Seed, style, and print which model runs, why, where it comes from and on which device;
+    """Seed, style, build the model when this machine makes it and has not yet (saying so and
+    about how long), and print which model runs, why, where it comes from and on which device;
     returns the model name.
 
-    ``model=None`` picks :func:`bertflow_mini.encoders.names.default_model`: ``$BERTFLOW_MODEL`` if
+    ``model=None`` picks :func:`bertflow_mini.encoders.names.default_model`: ``$BERTFLOW_MODEL_NAME`` if
     set, else the book's ``scratch-bert`` where a local mirror is configured or the hub is out of
     reach, else (Colab) the paper's ``bert-base-uncased``. A name given here always wins.
     """
@@ -79,6 +81,8 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     model = model or default_model()
     _STATE["model"] = model
     _NOTES.clear()
+    # the chapter's build step: pretraining or fine-tuning happens here, never in a lookup
+    build(model)
     source = (
         "GloVe word vectors" if is_glove(model) else where_from(resolve_model(model))
     )
@@ -182,9 +186,8 @@ def glue(name: str, value: object, display: bool = True) -> None:
     myst-nb comes with the book's build tools, not with the package; in Colab or a plain Jupyter
     kernel without it the value is only shown (when ``display``), so a chapter runs everywhere.
     """
-    if isinstance(
-        value, np.generic
-    ):  # np.float64(0.5) would reach the page as its repr
+    # np.float64(0.5) would reach the page as its repr
+    if isinstance(value, np.generic):
         value = value.item()
     try:
         from myst_nb import glue as myst_glue

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from bertflow_mini.encoders import pretrain
 from bertflow_mini.encoders.sources import short_name
+from bertflow_mini.encoders.spec import parse_name
 
 #: What Devlin et al. (2019, §A.2) report for the released BERT checkpoints' pretraining.
 PUBLISHED_STRENGTH = {
@@ -44,9 +45,10 @@ class Strength:
 
 def model_strength(model: str) -> Strength | None:
     """The strength of one of the book's own checkpoints (``scratch-bert[@pct]``), else None."""
-    pct = pretrain.parse_name(short_name(model))
-    if pct is None:
+    spec = parse_name(short_name(model))
+    if spec.kind != "scratch":
         return None
+    pct = spec.percent
     rows, info = pretrain.training_log()
     recipe = info["recipe"]
     step = round(recipe["steps"] * pct / 100)
@@ -55,7 +57,7 @@ def model_strength(model: str) -> Strength | None:
         raise ValueError(
             f"{model}: the training log has no held-out loss at step {step}"
         )
-    config = pretrain.checkpoint(short_name(model), progress=False) / "config.json"
+    config = pretrain.checkpoint_folder(short_name(model)) / "config.json"
     vocab = json.loads(config.read_text())["vocab_size"]
     return Strength(
         model=short_name(model),

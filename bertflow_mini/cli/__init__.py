@@ -3,7 +3,7 @@
 Every command but ``simcse`` (which takes ``--models``) takes ``--model``: a short name
 (``scratch-bert``, the default: the book's own BERT, pretrained here on first use; ``scratch-bert@0``
 … ``@50`` its earlier checkpoints; ``scratch-bert+simcse`` it fine-tuned by SimCSE, trained here on
-first use; ``all-MiniLM-L6-v2``; ``glove-6B-50d``; ``bert-base-uncased`` where the hub is
+first use (each command builds its model: :func:`bertflow_mini.encoders.names.build`); ``all-MiniLM-L6-v2``; ``glove-6B-50d``; ``bert-base-uncased`` where the hub is
 reachable), a hub id or a folder.
 """
 
@@ -68,7 +68,7 @@ def _methods(text: str) -> list[str]:
 
 
 DEFAULT_MODEL_HELP = (
-    "$BERTFLOW_MODEL; else scratch-bert with a local mirror or offline, "
+    "$BERTFLOW_MODEL_NAME; else scratch-bert with a local mirror or offline, "
     "bert-base-uncased online"
 )
 
@@ -219,9 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _fill_default_models(args)
     try:
         return args.func(args)
+    # missing data/model, bad input: one clear line, no traceback
     except (
         OSError,
         ValueError,
-    ) as err:  # missing data/model, bad input: one clear line, no traceback
+    ) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

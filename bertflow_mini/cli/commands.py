@@ -22,12 +22,14 @@ def _default_pooling(encoder) -> str:
 
 
 def _load(name: str):
-    """The encoder called ``name``. An error about the name itself (it names it: no such folder, not
-    on the hub, no such checkpoint) also says what ``--model`` takes; others (missing data while
-    training on demand) pass unchanged."""
-    from bertflow_mini.encoders.names import load_encoder
+    """The encoder called ``name``, built first when this machine makes it (pretraining, SimCSE).
+    An error about the name itself (it names it: no such folder, not on the hub, no such
+    checkpoint) also says what ``--model`` takes; others (missing data while training) pass
+    unchanged."""
+    from bertflow_mini.encoders.names import build, load_encoder
 
     try:
+        build(name)
         return load_encoder(name)
     except (OSError, ValueError) as err:
         if repr(name) not in str(err):
@@ -85,7 +87,7 @@ def cmd_sts(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from bertflow_mini.encoders.pretrain import parse_name
+    from bertflow_mini.encoders.spec import parse_name
     from bertflow_mini.evaluation.methods import default_methods
     from bertflow_mini.evaluation.reproduce import (
         published_rows,
@@ -101,10 +103,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         encoder, pooling, methods, args.fit, args.tasks, args.seeds, args.aggregation
     )
     controls = {"word overlap": word_overlap_row(args.tasks, args.aggregation)}
-    if parse_name(encoder.name) not in (
-        None,
-        0,
-    ):  # scratch-bert: the same network before any training
+    spec = parse_name(encoder.name)
+    scratch = spec.kind == "scratch"
+    # scratch-bert: the same network before any training
+    if scratch and spec.percent != 0:
         control = reproduce(
             _load("scratch-bert@0"),
             pooling,
@@ -119,7 +121,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         )
     # scratch-bert has no published figures of its own: the paper's bert-base rows give the scale
     published = published_rows(
-        "bert-base-uncased" if parse_name(encoder.name) is not None else encoder.name,
+        "bert-base-uncased" if scratch else encoder.name,
         pooling,
         args.tasks,
     )
@@ -151,11 +153,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print("\ncontrols (no semantics: how much of a score needs no pretraining at all):")
     _print_table(pd.concat([v.astype(object) for v in controls.values()]))
     if not published.empty:
-        which = (
-            "bert-base-uncased, for scale: "
-            if parse_name(encoder.name) is not None
-            else ""
-        )
+        which = "bert-base-uncased, for scale: " if scratch else ""
         print(f"\npublished ({which}Li et al. 2020; Su et al. 2021; SBERT; SimCSE):")
         _print_table(published)
     return 0
@@ -221,20 +219,22 @@ def cmd_simcse(args: argparse.Namespace) -> int:
     import torch
 
     from bertflow_mini.encoders.names import simcse_seeds, training_log_of
-    from bertflow_mini.encoders.simcse import parse_name, simcse_name
+    from bertflow_mini.encoders.spec import parse_name, simcse_name
     from bertflow_mini.evaluation.reproduce import embed_task
 
     if args.threads:
         torch.set_num_threads(args.threads)  # simcse.train_and_save keeps this setting
     runs: list[tuple[str, int]] = []  # (base model, SimCSE seed)
     for model in args.models:
-        tuned = parse_name(model)
-        runs += [tuned] if tuned else [(model, seed) for seed in simcse_seeds(model)]
+        spec = parse_name(model)
+        if spec.kind == "simcse":
+            runs.append((spec.base, spec.seed))
+        else:
+            runs += [(model, seed) for seed in simcse_seeds(model)]
     for base_name, seed in runs:
         name = simcse_name(base_name, seed)
-        encoder = _load(
-            name
-        )  # trains on first use (bertflow_mini.encoders.names.resolve_model)
+        # built (fine-tuned) on first use
+        encoder = _load(name)
         losses, info = training_log_of(name)
         print(
             f"{name}: {len(losses)} steps, loss {losses[:10].mean():.3f} -> {losses[-10:].mean():.3f}, "

@@ -1,8 +1,10 @@
 """Layer 2 — encoders: a model name becomes weights, and sentences become vectors.
 
 ``sources``      where a model's files are: an explicit folder, ``$BERTFLOW_MODELS``, or the hub
-``names``        **the one map from a name to a folder**: mirror → cache → train on demand → hub;
-                 ``scratch-bert@25``, ``<any model>@0``, ``+simcse``, MultiBERTs
+``spec``         the grammar of model names: a name parses into a :class:`ModelSpec`
+``names``        **the one map from a name to a folder** (mirror → cache → hub; never trains),
+                 and :func:`build`, the explicit step that pretrains, fine-tunes or initialises
+``runs``         the cache of trained artefacts: a config's hash names its folder
 ``random_init``  the ``@0`` controls: a model's network with fresh weights (``@0-trunc``: Google's
                  initialiser), and parameter counts from a config alone
 ``pooling``      how hidden states become one vector (and the layer-indexing pitfall)
@@ -28,6 +30,7 @@ from bertflow_mini.encoders.names import (
     BOOK_MODEL,
     CONTRAST_MODEL,
     PAPER_MODEL,
+    build,
     checkpoints_along_training,
     control_of,
     default_model,
@@ -51,6 +54,7 @@ __all__ = [
     "POOLINGS",
     "Encoder",
     "Pooling",
+    "build",
     "checkpoints_along_training",
     "control_of",
     "default_model",

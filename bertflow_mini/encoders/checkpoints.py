@@ -8,30 +8,23 @@ from pathlib import Path
 import numpy as np
 
 from bertflow_mini._device import default_device
-from bertflow_mini.encoders.names import resolve_model
+from bertflow_mini.encoders.loading import load_network
+from bertflow_mini.encoders.names import source_of
 
 
 def load_mlm(name: str = "scratch-bert", device: str | None = None):
     """A ``BertForMaskedLM`` with its head, in eval mode on ``device`` (default: a GPU when there is
     one), from a checkpoint name or folder."""
     from transformers import BertForMaskedLM
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # no "Loading weights" bar in a chapter's output
-    try:
-        return (
-            BertForMaskedLM.from_pretrained(resolve_model(name))
-            .eval()
-            .to(device or default_device())
-        )
-    finally:
-        hf_logging.enable_progress_bar()
+    model = load_network(source_of(name), BertForMaskedLM, name)
+    return model.to(device or default_device())
 
 
 def checkpoint_token_counts(name: str = "scratch-bert") -> np.ndarray:
     """How often each token id occurs in the checkpoint's training corpus (``token_counts.npy``,
     written by :func:`bertflow_mini.encoders.pretrain.pretrain`; special tokens are counted as 0)."""
-    path = Path(resolve_model(name)) / "token_counts.npy"
+    path = Path(source_of(name)) / "token_counts.npy"
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} does not exist: only checkpoints pretrained by "

@@ -47,9 +47,8 @@ class Encoder:
 
     name: str  # the short name, e.g. "all-MiniLM-L6-v2"
     source: str  # the folder or hub id it was loaded from
-    fingerprint: (
-        str  # identifies the weights: a hash of the weight files, or the hub revision
-    )
+    # identifies the weights: a hash of the weight files, or the hub revision
+    fingerprint: str
     model: Any = None  # transformers.PreTrainedModel (None for GloVe)
     tokenizer: Any = None
     glove: Any = None  # bertflow_mini.data.GloVe for the GloVe baseline
@@ -238,6 +237,7 @@ def _layer_summary(
     is left as it was); the entry's key then holds everything that decides the masks as well: the
     seed, ``batch_size``, the dropout rates and the device type (a GPU draws other masks).
     """
+    shape: tuple[int, ...]
     if content == MEANS:
         shape, run = (encoder.n_layers + 2, len(unique), encoder.dim), _run_model
     else:
@@ -261,9 +261,8 @@ def _layer_summary(
         if dropout_seed is None:
             summary = run(encoder, unique, max_length, batch_size, progress)
         else:
-            with torch.random.fork_rng(
-                devices=cuda_devices(encoder.device)
-            ):  # dropout draws on the model's device
+            # dropout draws on the model's device
+            with torch.random.fork_rng(devices=cuda_devices(encoder.device)):
                 torch.manual_seed(dropout_seed)
                 encoder.model.train()
                 try:
@@ -296,9 +295,8 @@ def _encode(
 
         return glove_embed(unique, encoder.glove).astype(np.float32)[inverse]
     L = encoder.n_layers
-    spec = (
-        None if pooling is None else parse_pooling(pooling, L)
-    )  # validate before any work
+    # validate before any work
+    spec = None if pooling is None else parse_pooling(pooling, L)
     if spec is not None and _needs_extremes(spec, L):
         extremes = _layer_summary(
             encoder, unique, max_length, batch_size, cache, progress, EXTREMES

@@ -6,6 +6,8 @@ job."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -25,32 +27,54 @@ def load_glove_encoder(name: str = "glove-6B-50d") -> Encoder:
     return Encoder(name=short_name(name), source="glove", fingerprint=fp, glove=glove)
 
 
+@contextmanager
+def _from_hub_or_folder(source: str, name: str) -> Iterator[dict[str, bool]]:
+    """Around ``from_pretrained(source, **options)`` calls: no progress bars or head warnings, hub
+    options for offline machines, and an error naming the mirror and the hub URL on failure."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a "Loading weights" bar per load would clutter chapters
+    verbosity = hf_logging.get_verbosity()
+    # an MLM checkpoint loaded as an encoder: its head is unused, say nothing
+    hf_logging.set_verbosity_error()
+    try:
+        yield hub_options(source)
+    except (OSError, ValueError) as err:
+        raise offline_error(name, source, err) from err
+    finally:
+        hf_logging.enable_progress_bar()
+        hf_logging.set_verbosity(verbosity)
+
+
+def load_network(source: str, model_class=None, name: str | None = None):
+    """The network at ``source`` (a folder or hub id) as ``model_class`` (default ``AutoModel``),
+    in eval mode on the CPU. Weights the checkpoint lacks (an MLM checkpoint's pooler) are drawn
+    without moving the caller's random state."""
+    from transformers import AutoModel
+
+    model_class = model_class or AutoModel
+    with _from_hub_or_folder(source, name or source) as options:
+        with torch.random.fork_rng(devices=[]):
+            return model_class.from_pretrained(source, **options).eval()
+
+
+def load_tokenizer(source: str, name: str | None = None):
+    """The tokenizer at ``source`` (a folder or hub id), with :func:`load_network`'s offline handling."""
+    from transformers import AutoTokenizer
+
+    with _from_hub_or_folder(source, name or source) as options:
+        return AutoTokenizer.from_pretrained(source, **options)
+
+
 def load_from(
     source: str, name: str | None = None, device: str | None = None
 ) -> Encoder:
     """Load the transformer at ``source`` (a folder or a hub id, as resolved by
     :func:`bertflow_mini.encoders.names.resolve_model`) onto ``device`` (default: a GPU if there
     is one)."""
-    from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
     name = name or source
-    hf_logging.disable_progress_bar()  # a "Loading weights" bar per load would clutter chapters
-    verbosity = hf_logging.get_verbosity()
-    # an MLM checkpoint loaded as an encoder: its head is unused, say nothing
-    hf_logging.set_verbosity_error()
-    try:
-        options = hub_options(source)
-        tokenizer = AutoTokenizer.from_pretrained(source, **options)
-        # weights the checkpoint lacks (an MLM checkpoint's pooler) must not move the caller's
-        # random state
-        with torch.random.fork_rng(devices=[]):
-            model = AutoModel.from_pretrained(source, **options)
-    except (OSError, ValueError) as err:
-        raise offline_error(name, source, err) from err
-    finally:
-        hf_logging.enable_progress_bar()
-        hf_logging.set_verbosity(verbosity)
+    tokenizer = load_tokenizer(source, name)
+    model = load_network(source, name=name)
     if Path(source).is_dir():
         fingerprint = weights_fingerprint(Path(source))
     else:  # the hub: the commit the files came from identifies the weights

@@ -106,10 +106,10 @@ def length_batches(
     """
     if batch_size < 1 or len(lengths) == 0:
         raise ValueError("need a positive batch_size and at least one sequence")
-    lengths = np.asarray(lengths)
+    sizes = np.asarray(lengths)
     while True:
-        perm = torch.randperm(len(lengths), generator=gen).numpy()
-        order = perm[np.argsort(lengths[perm], kind="stable")]
+        perm = torch.randperm(len(sizes), generator=gen).numpy()
+        order = perm[np.argsort(sizes[perm], kind="stable")]
         batches = [
             order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)
         ]
@@ -125,7 +125,8 @@ def adamw(
 
     (Tied weights are one parameter, counted once.)
     """
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for name, p in model.named_parameters():
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
     groups = [
@@ -156,7 +157,7 @@ class MLMData:
     special_ids: tuple[int, ...]
     vocab_size: int
 
-    def batch(self, index: Sequence[int]) -> Batch:
+    def batch(self, index: Sequence[int] | np.ndarray) -> Batch:
         return pad_batch([self.seqs[i] for i in index], self.pad_id, self.special_ids)
 
 
@@ -189,9 +190,8 @@ def train_step(
     inputs, labels = mask_tokens(
         b.ids, b.special, mask_id=data.mask_id, vocab_size=data.vocab_size, gen=gen
     )
-    if not (
-        labels != IGNORE
-    ).any():  # a batch of one-word sentences can draw no target at all
+    # a batch of one-word sentences can draw no target at all
+    if not (labels != IGNORE).any():
         return float("nan")
     loss = mlm_loss(model, inputs, b.attention, labels)
     opt.zero_grad(set_to_none=True)

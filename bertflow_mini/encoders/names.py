@@ -1,24 +1,13 @@
 """The one place a model *name* becomes a folder of weights, and an :class:`Encoder`.
 
-Every chapter, command and test asks for models by name; this module alone decides where the name
-leads, in this order:
-
-=================================  ==================================================================
-name                               resolves to
-=================================  ==================================================================
-``/a/folder``, ``./x``, ``~/x``    that folder (a missing one is an error naming the path)
-``glove-6B-50d``                   the GloVe baseline (:mod:`bertflow_mini.encoders.glove`)
-any short name                     ``$BERTFLOW_MODELS/<short name>`` when the mirror has it
-``scratch-bert``, ``…@25``         the book's own BERT, pretrained on demand (:mod:`.pretrain`)
-``<name>+simcse``                  ``<name>`` fine-tuned by SimCSE on demand (:mod:`.simcse`)
-``<name>+simcse-seed2``            the same with SimCSE training seed 2 (:func:`simcse_seeds`)
-``<name>@0``, ``<name>@0-seed3``   ``<name>``'s own config with *random* weights (init seed 0 or 3):
-                                   the control for every gain; nothing pretrained is downloaded
-``<name>@0-trunc``, ``…-trunc-seed3``  the same with Google's initialiser (truncated normal)
-``bert-tiny`` … ``bert-medium``    Turc et al.'s BERT miniatures (hub), whose shapes ``@0`` builds offline
-``multiberts-seed_S-step_Kk``      Google's MultiBERTs checkpoints (Sellam et al. 2022, hub)
-anything else                      a Hugging Face hub id (``bert-base-uncased``, ``org/model``)
-=================================  ==================================================================
+:func:`resolve_model` looks a name up and never trains: a folder or the mirror
+(``$BERTFLOW_MODELS/<short name>``) first, then the grammar of :mod:`.spec` (the book's pretrained
+``scratch-bert``, ``+simcse`` runs and ``@0`` controls in the cache, MultiBERTs and the miniatures
+on the hub), else a hub id. A name built on this machine and not built yet is a
+:class:`~bertflow_mini.encoders.runs.NotBuiltError` saying how to build it. :func:`build` is that
+step: it pretrains, fine-tunes or initialises what a name needs, saying so and about how long.
+:func:`load_encoder` loads any name, initialising a random-init control (seconds, no training)
+when it is missing.
 
 ``scratch-bert@0`` is the pretraining run's own step 0, so the control of the book's model is the very
 network its training started from; every other ``@0`` is built by
@@ -28,7 +17,6 @@ network its training started from; every other ``@0`` is built by
 from __future__ import annotations
 
 import os
-import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,13 +25,12 @@ from bertflow_mini.encoders import pretrain, simcse
 from bertflow_mini.encoders.cache import weights_fingerprint
 from bertflow_mini.encoders.encoder import Encoder
 from bertflow_mini.encoders.loading import load_from, load_glove_encoder
-from bertflow_mini.encoders.random_init import (  # noqa: F401 (INITIALISERS, parameter_count: re-exported)
-    INITIALISERS,
-    SHAPES,
-    check_initialiser,
+from bertflow_mini.encoders.random_init import (  # noqa: F401 (parameter_count: re-exported)
     parameter_count,
     random_init,
+    random_init_folder,
 )
+from bertflow_mini.encoders.runs import NotBuiltError
 from bertflow_mini.encoders.sources import (
     MODELS_ENV,
     hub_id,
@@ -52,6 +39,13 @@ from bertflow_mini.encoders.sources import (
     local_folder,
     short_name,
 )
+from bertflow_mini.encoders.spec import (  # noqa: F401 (MULTIBERTS_STEPS: re-exported)
+    MULTIBERTS_STEPS,
+    ModelSpec,
+    control_of,
+    multiberts,
+    parse_name,
+)
 
 #: The model the book's pages are computed with, and the paper's model (where the hub is reachable).
 BOOK_MODEL = pretrain.NAME
@@ -59,31 +53,13 @@ PAPER_MODEL = "bert-base-uncased"
 #: A small BERT-style encoder fine-tuned for similarity: the book's contrast.
 CONTRAST_MODEL = "all-MiniLM-L6-v2"
 #: Set it to a model name to make that the default of every chapter and command.
-MODEL_ENV = "BERTFLOW_MODEL"
-
-#: ``<name>@0[-trunc][-seed<k>]``: the random-init controls (:func:`control_of` writes the names).
-_RANDOM = re.compile(r"^(?P<base>.+)@0(?P<trunc>-trunc)?(?:-seed(?P<seed>\d+))?$")
-_MULTIBERTS = re.compile(
-    r"^(?:google/)?multiberts-seed_(?P<seed>\d+)-step_(?P<step>\d+)k$"
-)
-#: MultiBERTs' checkpoints of each seed, in thousands of steps (Sellam et al. 2022, section 2).
-MULTIBERTS_STEPS = tuple(range(0, 200, 20)) + tuple(range(200, 2001, 100))
-
-
-def multiberts(step_k: int, seed: int = 0) -> str:
-    """The hub name of MultiBERTs seed ``seed`` (0–4) after ``step_k`` thousand steps."""
-    if step_k not in MULTIBERTS_STEPS or seed not in range(5):
-        raise ValueError(
-            f"MultiBERTs has seeds 0-4 and steps {MULTIBERTS_STEPS} (thousands); "
-            f"got seed {seed}, step {step_k}k"
-        )
-    return f"google/multiberts-seed_{seed}-step_{step_k}k"
+MODEL_ENV = "BERTFLOW_MODEL_NAME"
 
 
 def default_model() -> str:
     """The model a chapter or command uses when none is named.
 
-    ``$BERTFLOW_MODEL`` when set; else the book's own ``scratch-bert`` where a local mirror is
+    ``$BERTFLOW_MODEL_NAME`` when set; else the book's own ``scratch-bert`` where a local mirror is
     configured (the project's machines, CI) or the hub cannot be reached; else — Colab, a laptop
     online — the paper's ``bert-base-uncased``.
     """
@@ -105,22 +81,6 @@ def why_default() -> str:
     return "the hub is reachable and no mirror is configured: the paper's model"
 
 
-def control_of(model: str, seed: int = 0, init: str = "hf") -> str:
-    """The random-init control of ``model``: the same network, untrained (``<model>@0``), drawn with
-    init seed ``seed`` (``@0-seed3``) and Hugging Face's or, with ``init="trunc"``, Google's
-    initialiser (``@0-trunc``, ``@0-trunc-seed3``)."""
-    if is_glove(model):
-        raise ValueError(
-            f"{model} has no random-init control: GloVe vectors are not a network"
-        )
-    check_initialiser(init)
-    return (
-        f"{model}@0"
-        + ("-trunc" if init == "trunc" else "")
-        + (f"-seed{seed}" if seed else "")
-    )
-
-
 def checkpoints_along_training(model: str) -> list[tuple[str, str]]:
     """(label, name) of checkpoints of ``model`` along its pretraining, from random init to the end:
     scratch-bert's ``@0/@25/@50/@100``; for bert-base-uncased, MultiBERTs seed 0 at a handful of steps
@@ -137,48 +97,84 @@ def checkpoints_along_training(model: str) -> list[tuple[str, str]]:
 
 # ---------------------------------------------------------------------------------------------- the map
 def resolve_model(name: str) -> str:
-    """Where ``name`` loads from: a folder (training or initialising it first when needed) or a hub
-    id. See the module's table for the order."""
-    name = str(name)
+    """Where ``name`` loads from: a folder or a hub id. Never trains: a name built here and not
+    built yet is a :class:`NotBuiltError` that says how to build it (:func:`build`)."""
+    return _resolve(str(name), initialise=False)
+
+
+def source_of(name: str) -> str:
+    """:func:`resolve_model` for a loader: a missing random-init control is initialised first
+    (seconds, no training); a model that needs training must be built (:func:`build`)."""
+    return _resolve(str(name), initialise=True)
+
+
+def _resolve(name: str, initialise: bool) -> str:
+    """:func:`resolve_model`; ``initialise`` builds a missing random-init control (no training)."""
     if is_glove(name):
         raise ValueError(
             f"{name} is the GloVe baseline, not a folder of weights: use load_encoder({name!r})"
         )
-    folder = local_folder(
-        name
-    )  # an explicit folder (a missing path is an error), then the mirror
+    # an explicit folder (a missing path is an error), then the mirror
+    folder = local_folder(name)
     if folder is not None:
         return str(folder)
-    short = short_name(name)
-    tuned = simcse.parse_name(short)
-    if tuned is not None:  # "<base>+simcse[-seed<k>]": fine-tuned on demand
-        base, seed = tuned
-        config = simcse.config_for(seed)
-        base_source = resolve_model(base)
-        folder = simcse.run_dir(base, _fingerprint(base_source), config)
-        if not folder.is_dir():
-            simcse.train_and_save(load_from(base_source, base), config)
-        return str(folder)
-    if (
-        pretrain.parse_name(short) is not None
-    ):  # scratch-bert, scratch-bert@<pct>: pretrained on demand
-        return str(pretrain.checkpoint(short))
-    match = _RANDOM.match(name)
-    if match is not None:
-        return str(
-            random_init(
-                match["base"],
-                int(match["seed"] or 0),
-                "trunc" if match["trunc"] else "hf",
+    spec = parse_name(name)
+    if spec.kind == "simcse":
+        return str(_simcse_folder(spec, must_exist=True))
+    if spec.kind == "scratch":
+        return str(pretrain.checkpoint_folder(short_name(name)))
+    if spec.kind == "random":
+        if initialise:
+            return str(random_init(spec.base, spec.seed, spec.init))
+        found = random_init_folder(spec.base, spec.seed, spec.init)[0]
+        if not found.is_dir():
+            raise NotBuiltError(
+                f"{name} is not built yet: build it with bf.build({name!r}) "
+                "(it draws the network's weights: seconds, no training)"
             )
-        )
-    match = _MULTIBERTS.match(name)
-    if match is not None:
-        return f"google/multiberts-seed_{match['seed']}-step_{match['step']}k"
-    if short in SHAPES:
-        layers, hidden = SHAPES[short]
-        return f"google/bert_uncased_L-{layers}_H-{hidden}_A-{hidden // 64}"
-    return hub_id(name)
+        return str(found)
+    return spec.hub_id or hub_id(name)
+
+
+def _simcse_folder(spec: ModelSpec, must_exist: bool) -> Path:
+    """The folder of a SimCSE run (its name hashes the base's weights, so the base must exist)."""
+    config = simcse.config_for(spec.seed)
+    minutes = config.steps * simcse.SECONDS_PER_STEP / 60
+    how = (
+        f"build it with bf.build({spec.name!r}) or `python -m bertflow_mini simcse --models "
+        f"{spec.name}` (SimCSE fine-tuning: about {minutes:.0f} minutes on a 2-core CPU for "
+        "a network of scratch-bert's size, longer for larger ones)"
+    )
+    try:
+        base_source = resolve_model(spec.base)
+    except NotBuiltError:
+        raise NotBuiltError(
+            f"{spec.name} is not built yet, nor is its base {spec.base}: {how}"
+        ) from None
+    folder = simcse.run_dir(spec.base, _fingerprint(base_source), config)
+    if must_exist and not folder.is_dir():
+        raise NotBuiltError(f"{spec.name} is not built yet: {how}")
+    return folder
+
+
+def build(name: str, *, progress: bool = True) -> None:
+    """Build ``name`` where this machine makes it: pretrain ``scratch-bert``, fine-tune a
+    ``+simcse`` run (its base first), initialise an ``@0`` control; each says what it does and
+    about how long. A name already built, mirrored or on the hub returns at once."""
+    name = str(name)
+    if is_glove(name) or local_folder(name) is not None:
+        return
+    spec = parse_name(name)
+    if spec.kind == "scratch":
+        pretrain.checkpoint(short_name(name), progress=progress)
+    elif spec.kind == "random":
+        random_init(spec.base, spec.seed, spec.init)
+    elif spec.kind == "simcse":
+        build(spec.base, progress=progress)
+        if not _simcse_folder(spec, must_exist=False).is_dir():
+            base_source = resolve_model(spec.base)
+            base = load_from(base_source, spec.base)
+            simcse.train_and_save(base, simcse.config_for(spec.seed), progress=progress)
 
 
 def _fingerprint(source: str) -> str:
@@ -189,11 +185,13 @@ def _fingerprint(source: str) -> str:
 
 
 def load_encoder(name: str, device: str | None = None) -> Encoder:
-    """Load ``name`` (any name of the table above) ready for :func:`bertflow_mini.encoders.encoder`,
-    on ``device`` (default: a GPU when there is one)."""
+    """Load ``name`` (any name :func:`resolve_model` takes) ready for
+    :func:`bertflow_mini.encoders.encoder.encode`, on ``device`` (default: a GPU when there is one).
+    A missing random-init control is initialised first; a model that needs training is not
+    trained here (:func:`build`)."""
     if is_glove(name):
         return load_glove_encoder(name)
-    return load_from(resolve_model(name), name, device or default_device())
+    return load_from(source_of(name), name, device or default_device())
 
 
 #: SimCSE training seeds the book runs for its own model and that model's control (chapter 7)
@@ -215,12 +213,14 @@ def simcse_seeds(model: str) -> tuple[int, ...]:
 def _tuned(
     name: str, fingerprint: str, config: simcse.SimCSEConfig, device: str
 ) -> Encoder:
-    return load_encoder(simcse.simcse_name(name, config.seed), device)
+    tuned = simcse.simcse_name(name, config.seed)
+    build(tuned)
+    return load_encoder(tuned, device)
 
 
 def simcse_encoder(encoder: Encoder, seed: int = 0) -> Encoder:
-    """The SimCSE-fine-tuned twin of a loaded ``encoder``, training seed ``seed`` (trained on first
-    use, loaded once)."""
+    """The SimCSE-fine-tuned twin of a loaded ``encoder``, training seed ``seed``: built (fine-tuned,
+    with a message) when it is not cached, then loaded once."""
     encoder.require_transformer("SimCSE (it fine-tunes the weights)")
     config = simcse.config_for(seed)
     return _tuned(encoder.name, encoder.fingerprint, config, encoder.device)
@@ -228,9 +228,13 @@ def simcse_encoder(encoder: Encoder, seed: int = 0) -> Encoder:
 
 def training_log_of(name: str):
     """The training log of a trained checkpoint name: scratch-bert's curve and facts, or a SimCSE
-    model's loss per step and facts."""
-    if simcse.parse_name(short_name(name)) is not None:
+    model's loss per step and facts. Builds the run first when it is missing (with
+    :func:`build`'s message): chapter 7 reads its SimCSE logs before it fine-tunes by name."""
+    kind = parse_name(name).kind
+    if kind in ("simcse", "scratch"):
+        build(name)
+    if kind == "simcse":
         return simcse.read_training_log(Path(resolve_model(name)))
-    if pretrain.parse_name(short_name(name)) is not None:
+    if kind == "scratch":
         return pretrain.training_log()
     raise ValueError(f"{name!r} was not trained by this package: no training log")

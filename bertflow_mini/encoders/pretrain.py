@@ -14,7 +14,7 @@ so a changed recipe is never served a stale model::
         training_log.csv  recipe.json
 
 The names ``scratch-bert`` (= 100%) and ``scratch-bert@0``, ``@25``, ``@50``, ``@100`` resolve to
-those folders; :func:`checkpoint` pretrains on demand when they do not exist yet.
+those folders (:func:`checkpoint_folder`, which never trains); :func:`checkpoint` builds them.
 """
 
 from __future__ import annotations
@@ -31,15 +31,21 @@ import numpy as np
 import torch
 
 from bertflow_mini._device import cuda_devices, default_device
-from bertflow_mini._io import atomic_dir, cache_dir
+from bertflow_mini._io import atomic_dir
 from bertflow_mini._threads import torch_threads
 from bertflow_mini.data.corpus import corpus_sentences, split_held_out, unigram_entropy
 from bertflow_mini.encoders.mlm import MLMData, evaluate_mlm, tokenize, train_mlm
+from bertflow_mini.encoders.runs import (
+    NotBuiltError,
+    run_folder,
+    run_key,
+    write_run_log,
+)
+from bertflow_mini.encoders.spec import PERCENTS, SCRATCH, parse_name
 
 #: Bump when the training code changes what a recipe produces: every cached checkpoint is then retrained.
 RECIPE_VERSION = 1
-NAME = "scratch-bert"
-PERCENTS = (0, 25, 50, 100)
+NAME = SCRATCH
 TOKENIZER = "bert-base-uncased-tokenizer"
 #: Seconds per training step on a 2-core CPU at the default shape: only for the "about N minutes"
 #: message and :func:`steps_for_minutes` (the speed benchmark measures the real figure).
@@ -66,12 +72,13 @@ class Recipe:
     held_out: float = 0.02
     seed: int = 0
 
-    def key(self) -> str:
-        """A short hash of the recipe and :data:`RECIPE_VERSION`."""
-        import hashlib
+    def payload(self) -> dict:
+        """What the cache key hashes: the recipe and :data:`RECIPE_VERSION`."""
+        return {"version": RECIPE_VERSION, **asdict(self)}
 
-        text = json.dumps({"version": RECIPE_VERSION, **asdict(self)}, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
+    def key(self) -> str:
+        """A short hash of :meth:`payload`."""
+        return run_key(self.payload())
 
 
 def bert_config(recipe: Recipe, vocab_size: int, pad_id: int):
@@ -96,9 +103,7 @@ def run_dir(recipe: Recipe) -> Path:
     """Where ``recipe``'s checkpoints live (whether or not they exist yet). A run on a GPU is not
     bit-identical to one on the CPU, so it gets a folder of its own (``…-cuda``)."""
     device = default_device()
-    return cache_dir("models") / (
-        f"{NAME}-{recipe.key()}" + ("" if device == "cpu" else f"-{device}")
-    )
+    return run_folder(NAME, recipe.payload(), "" if device == "cpu" else f"-{device}")
 
 
 def load_tokenizer():
@@ -142,14 +147,6 @@ class _CurveAndCheckpoints:
             self.tokenizer.save_pretrained(self.saves[step])
 
 
-def _write_log(folder: Path, rows: list[dict], info: dict) -> None:
-    with open(folder / "training_log.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    (folder / "recipe.json").write_text(json.dumps(info, indent=2) + "\n")
-
-
 def pretrain(
     recipe: Recipe, *, threads: int | None = None, progress: bool = True
 ) -> Path:
@@ -169,25 +166,22 @@ def pretrain(
     held = tokenize(held_text, tokenizer, recipe.max_length)
     counts = np.bincount(np.concatenate(train.seqs), minlength=train.vocab_size)
     counts[list(train.special_ids)] = 0
-    with atomic_dir(
-        final
-    ) as staging:  # another process may finish the same recipe first: keep theirs
+    # another process may finish the same recipe first: keep theirs
+    with atomic_dir(final) as staging:
         saves = {
             round(recipe.steps * p / 100): staging / f"pct-{p:03d}" for p in PERCENTS
         }
-        device = (
-            default_device()
-        )  # a GPU when there is one: masks are drawn on the CPU either way
+        # a GPU when there is one: masks are drawn on the CPU either way
+        device = default_device()
         with (
             torch.random.fork_rng(devices=cuda_devices(device)),
             torch_threads(threads or os.cpu_count()),
         ):
-            torch.manual_seed(
-                recipe.seed
-            )  # the initial weights are drawn on the CPU, then moved
+            # the initial weights are drawn on the CPU, then moved
+            torch.manual_seed(recipe.seed)
             model = BertForMaskedLM(
                 bert_config(recipe, len(tokenizer), tokenizer.pad_token_id)
-            ).to(device)
+            ).to(device)  # type: ignore[arg-type]  # transformers' wrapper hides .to's signature
             log = _CurveAndCheckpoints(
                 model, held, saves, tokenizer, every=max(1, recipe.steps // 20)
             )
@@ -215,45 +209,52 @@ def pretrain(
             "unigram_entropy": unigram_entropy(counts),
             "seconds": seconds,
         }
-        for folder in [
-            staging,
-            *saves.values(),
-        ]:  # each checkpoint carries the run's log and counts
+        # each checkpoint carries the run's log and counts
+        for folder in [staging, *saves.values()]:
             np.save(folder / "token_counts.npy", counts)
-            _write_log(folder, log.rows, info)
+            write_run_log(folder, "recipe.json", info, log.rows)
     return final
 
 
 # ---------------------------------------------------------------------------------------- names
-def parse_name(name: str) -> int | None:
-    """``"scratch-bert"`` → 100, ``"scratch-bert@25"`` → 25; any other name → None."""
-    base, _, pct = name.partition("@")
-    if base != NAME:
-        return None
-    if not pct:
-        return 100
-    if not pct.isdigit() or int(pct) not in PERCENTS:
-        raise ValueError(
-            f"{name!r}: the checkpoints of {NAME} are {', '.join(f'@{p}' for p in PERCENTS)}"
+def _percent(name: str) -> int:
+    spec = parse_name(name)
+    if spec.kind != "scratch":
+        raise ValueError(f"{name!r} is not a {NAME} checkpoint name")
+    return spec.percent
+
+
+def minutes(recipe: Recipe) -> float:
+    """About how many minutes pretraining ``recipe`` takes on a 2-core CPU."""
+    return recipe.steps * SECONDS_PER_STEP / 60
+
+
+def checkpoint_folder(name: str = NAME, recipe: Recipe | None = None) -> Path:
+    """The folder of checkpoint ``name`` (``scratch-bert`` or ``scratch-bert@<percent>``) of
+    ``recipe`` (default: :data:`DEFAULT`); a :class:`NotBuiltError` saying how to build it when
+    it has not been pretrained. Never trains."""
+    recipe = recipe or DEFAULT
+    folder = run_dir(recipe) / f"pct-{_percent(name):03d}"
+    if not folder.is_dir():
+        raise NotBuiltError(
+            f"{name} is not built yet: no checkpoint for this recipe in {run_dir(recipe).parent}. "
+            f"Build it with bf.build({name!r}) or `python -m bertflow_mini pretrain` (about "
+            f"{minutes(recipe):.0f} minutes on a 2-core CPU)"
         )
-    return int(pct)
+    return folder
 
 
 def checkpoint(
     name: str = NAME, recipe: Recipe | None = None, *, progress: bool = True
 ) -> Path:
-    """The folder of checkpoint ``name`` (``scratch-bert`` or ``scratch-bert@<percent>``) of ``recipe``
-    (default: :data:`DEFAULT`), pretraining first (saying how long that takes) when it is not cached."""
+    """:func:`checkpoint_folder`, pretraining first (saying how long that takes) when it is not
+    cached: the build step of ``scratch-bert``."""
     recipe = recipe or DEFAULT
-    pct = parse_name(name)
-    if pct is None:
-        raise ValueError(f"{name!r} is not a {NAME} checkpoint name")
-    folder = run_dir(recipe) / f"pct-{pct:03d}"
+    folder = run_dir(recipe) / f"pct-{_percent(name):03d}"
     if not folder.is_dir():
-        minutes = recipe.steps * SECONDS_PER_STEP / 60
         print(
             f"{NAME}: no checkpoint for this recipe in {run_dir(recipe).parent}; pretraining it now "
-            f"(about {minutes:.0f} minutes on a 2-core CPU) …",
+            f"(about {minutes(recipe):.0f} minutes on a 2-core CPU) …",
             flush=True,
         )
         pretrain(recipe, progress=progress)
@@ -262,7 +263,7 @@ def checkpoint(
 
 def training_log(recipe: Recipe | None = None) -> tuple[list[dict], dict]:
     """The training curve and the run's facts (corpus sizes, unigram entropy, seconds) of ``recipe``."""
-    folder = checkpoint(NAME, recipe).parent
+    folder = checkpoint_folder(NAME, recipe).parent
     with open(folder / "training_log.csv") as f:
         rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
     return rows, json.loads((folder / "recipe.json").read_text())

@@ -15,14 +15,14 @@ device, and the shapes of Turc et al.'s BERT miniatures (:data:`SHAPES`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
-from bertflow_mini._io import atomic_dir, cache_dir
+from bertflow_mini._io import atomic_dir
 from bertflow_mini.encoders import pretrain
+from bertflow_mini.encoders.runs import run_folder, write_run_log
 from bertflow_mini.encoders.sources import (
     hub_id,
     hub_options,
@@ -31,30 +31,19 @@ from bertflow_mini.encoders.sources import (
     offline_error,
     short_name,
 )
+from bertflow_mini.encoders.spec import (  # noqa: F401 (INITIALISERS: re-exported)
+    INITIALISERS,
+    SHAPES,
+    check_initialiser,
+)
 
-#: Turc et al. (2019)'s BERT miniatures: name -> (layers, hidden). Heads = hidden / 64,
-#: FFN = 4 x hidden; everything else (vocabulary, positions) is bert-base-uncased's.
-SHAPES: dict[str, tuple[int, int]] = {
-    "bert-tiny": (2, 128),
-    "bert-mini": (4, 256),
-    "bert-small": (4, 512),
-    "bert-medium": (8, 512),
-}
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
+
 MINIATURES_BASE = "bert-base-uncased"
-#: The random-init controls' initialisers: Hugging Face's normal (``@0``) and Google's truncated
-#: one (``@0-trunc``).
-INITIALISERS = ("hf", "trunc")
 
 
-def check_initialiser(init: str) -> None:
-    """Raise a ``ValueError`` unless ``init`` is one of :data:`INITIALISERS`."""
-    if init not in INITIALISERS:
-        raise ValueError(
-            f"init={init!r}: 'hf' (Hugging Face's normal) or 'trunc' (Google's truncated normal)"
-        )
-
-
-def config_without_weights(base: str) -> tuple[object, str]:
+def config_without_weights(base: str) -> tuple[PretrainedConfig, str]:
     """The config of ``base`` and where its tokenizer is, without any weights: a folder or the
     mirror (``<short name>`` or ``<short name>-tokenizer``), a miniature's shape, else the hub."""
     from transformers import AutoConfig
@@ -99,30 +88,35 @@ def truncated_normal_(model: torch.nn.Module, std: float, seed: int) -> None:
                 module.weight.copy_(std * x)
 
 
-def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
-    """A folder holding ``base``'s architecture with freshly initialised weights (``seed``) and its
-    tokenizer; built once (atomically) and cached under a key of the initialiser, config, seed and
-    library version. ``init``: ``"hf"`` (Hugging Face's normal) or ``"trunc"`` (Google's truncated
-    normal)."""
+def random_init_folder(
+    base: str, seed: int = 0, init: str = "hf"
+) -> tuple[Path, PretrainedConfig, str]:
+    """Where ``base``'s random-init control lives (whether or not it exists yet), keyed by the
+    config, seed and library version, with the config and tokenizer source it is built from."""
     import transformers
-    from transformers import AutoModel, AutoTokenizer
 
     if is_glove(base):
         raise ValueError(f"{base}@0: GloVe has no network to initialise")
     check_initialiser(init)
     config, tokenizer_source = config_without_weights(base)
-    text = json.dumps(
-        [config.to_json_string(use_diff=False), seed, transformers.__version__],
-        sort_keys=True,
-    )
-    key = hashlib.sha256(text.encode()).hexdigest()[:12]
+    payload = [config.to_json_string(use_diff=False), seed, transformers.__version__]
     trunc = "trunc-" if init == "trunc" else ""
-    final = cache_dir("models") / f"{short_name(base)}@0-{trunc}seed{seed}-{key}"
+    folder = run_folder(f"{short_name(base)}@0-{trunc}seed{seed}", payload)
+    return folder, config, tokenizer_source
+
+
+def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
+    """A folder holding ``base``'s architecture with freshly initialised weights (``seed``) and its
+    tokenizer; built once (atomically) in :func:`random_init_folder`. ``init``: ``"hf"`` (Hugging
+    Face's normal) or ``"trunc"`` (Google's truncated normal)."""
+    import transformers
+    from transformers import AutoModel, AutoTokenizer
+
+    final, config, tokenizer_source = random_init_folder(base, seed, init)
     if final.is_dir():
         return final
-    with atomic_dir(
-        final
-    ) as staging:  # another process may build the same one first: keep theirs
+    # another process may build the same one first: keep theirs
+    with atomic_dir(final) as staging:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoModel.from_config(config)
@@ -136,22 +130,24 @@ def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
             "init": init,
             "transformers": transformers.__version__,
         }
-        (staging / "random_init.json").write_text(json.dumps(facts, indent=2) + "\n")
+        write_run_log(staging, "random_init.json", facts)
     return final
 
 
 def parameter_count(name: str) -> int:
     """How many parameters ``name``'s network has (pooler included), counted from its config alone:
     the network is built on PyTorch's meta device, so no weights are read or allocated. A checkpoint
-    or control (``<model>@25``, ``<model>@0``) has its model's count; the book's model is trained
-    first if it has not been."""
+    or control (``<model>@25``, ``<model>@0``) has its model's count; the book's model must be
+    built (its config is saved with it)."""
     from transformers import AutoConfig, AutoModel
 
     base = name.split("@")[0]
     if is_glove(base):
         raise ValueError(f"{name}: GloVe is a table of vectors, not a network")
     if short_name(base) == pretrain.NAME and local_folder(base) is None:
-        config = AutoConfig.from_pretrained(pretrain.checkpoint(short_name(base)))
+        config = AutoConfig.from_pretrained(
+            pretrain.checkpoint_folder(short_name(base))
+        )
     else:
         config = config_without_weights(base)[0]
     with torch.device("meta"):

@@ -9,7 +9,7 @@ the batch is a negative. With cosine similarities ``s_ij = cos(z_i, z'_j)`` and 
 a cross-entropy whose correct "class" of row ``i`` is column ``i`` (:func:`simcse_loss`). Unlike the
 flow and whitening, SimCSE changes the encoder's weights, so its result is a new checkpoint, named
 ``<base>+simcse`` (``scratch-bert+simcse``, ``scratch-bert@0+simcse``), or ``<base>+simcse-seed<k>``
-for training seed ``k`` ≥ 1 (:func:`simcse_name`, :func:`parse_name`), and cached like the pretrained
+for training seed ``k`` ≥ 1 (:func:`simcse_name`), and cached like the pretrained
 model: the folder's name hashes the base weights, the :class:`SimCSEConfig` (seed included) and
 :data:`VERSION`, so a changed base or recipe is never served stale weights::
 
@@ -27,9 +27,7 @@ vector is the pooling the book evaluates (``first-last-avg``, no MLP head), wher
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
-import re
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -39,15 +37,17 @@ import torch
 import torch.nn.functional as F
 
 from bertflow_mini._device import cuda_devices
-from bertflow_mini._io import atomic_dir, cache_dir
+from bertflow_mini._io import atomic_dir
 from bertflow_mini._progress import tqdm
 from bertflow_mini._threads import torch_threads
 from bertflow_mini.encoders.pooling import pool
+from bertflow_mini.encoders.runs import run_folder, run_key, write_run_log
 from bertflow_mini.encoders.sources import short_name
+from bertflow_mini.encoders.spec import SIMCSE_SUFFIX, check_simcse_seed, simcse_name
 
 #: Bump when the training code changes what a config produces: every cached SimCSE model is retrained.
 VERSION = 1
-SUFFIX = "+simcse"
+SUFFIX = SIMCSE_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -63,27 +63,21 @@ class SimCSEConfig:
     corpus: str = "sts"  # bertflow_mini.data.corpus: the unlabelled STS/SICK sentences
     seed: int = 0
 
+    def payload(self, base_fingerprint: str) -> dict:
+        """What the cache key hashes: the base weights, this config and :data:`VERSION`."""
+        return {"version": VERSION, "base": base_fingerprint, **asdict(self)}
+
     def key(self, base_fingerprint: str) -> str:
-        """A short hash of the base weights, this config and :data:`VERSION`."""
-        text = json.dumps(
-            {"version": VERSION, "base": base_fingerprint, **asdict(self)},
-            sort_keys=True,
-        )
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
+        """A short hash of :meth:`payload`."""
+        return run_key(self.payload(base_fingerprint))
 
 
 DEFAULT = SimCSEConfig()
 
 
-def _check_seed(seed: int) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"a SimCSE seed is an integer >= 0, got {seed!r}")
-    return seed
-
-
 def config_for(seed: int) -> SimCSEConfig:
     """:data:`DEFAULT` with training seed ``seed`` (seed 0 is :data:`DEFAULT` itself, same cache key)."""
-    return replace(DEFAULT, seed=_check_seed(seed))
+    return replace(DEFAULT, seed=check_simcse_seed(seed))
 
 
 #: Seconds per step on a 2-core CPU at the default config, measured here: ``scratch-bert`` (3.2 M
@@ -172,9 +166,8 @@ def train_simcse(
             range(config.steps), desc="SimCSE", disable=not progress, unit="step"
         ):
             index = next(batches)
-            while (
-                len(index) < 2
-            ):  # a lone sentence has no negative: take the next batch
+            # a lone sentence has no negative: take the next batch
+            while len(index) < 2:
                 index = next(batches)
             b = data.batch(index)
             z1, z2 = embed_twice(
@@ -191,48 +184,12 @@ def train_simcse(
 
 
 # ---------------------------------------------------------------------------------------- names and cache
-#: ``<base>+simcse`` (seed 0) or ``<base>+simcse-seed<k>`` (``k`` ≥ 1, no leading zero)
-_NAME = re.compile(rf"^(?P<base>.+){re.escape(SUFFIX)}(?:-seed(?P<seed>[1-9][0-9]*))?$")
-
-
-def simcse_name(base: str, seed: int = 0) -> str:
-    """The name of ``base`` fine-tuned by SimCSE with training seed ``seed``: ``"scratch-bert+simcse"``
-    (seed 0), ``"scratch-bert+simcse-seed2"``; :func:`parse_name` reads it back."""
-    return f"{base}{SUFFIX}" + (f"-seed{seed}" if _check_seed(seed) else "")
-
-
-def parse_name(name: str) -> tuple[str, int] | None:
-    """``"scratch-bert+simcse"`` → ``("scratch-bert", 0)``, ``"scratch-bert@0+simcse-seed2"`` →
-    ``("scratch-bert@0", 2)``: the base model and the SimCSE seed; a name without the suffix → None.
-
-    A malformed seed tail (``+simcse-seed0``, ``+simcse-seedx``, ``+simcse-2``) is a ``ValueError``."""
-    name = str(name)
-    match = _NAME.match(name)
-    if match is not None:
-        return match["base"], int(match["seed"] or 0)
-    head, sep, tail = name.rpartition(SUFFIX + "-")
-    if sep and head:
-        raise ValueError(
-            f"{name!r}: a SimCSE model is named <base>{SUFFIX} (seed 0) or "
-            f"<base>{SUFFIX}-seed<k> with k >= 1, e.g. {simcse_name(head, 1)!r}; got the tail {tail!r}"
-        )
-    return None
-
-
 def run_dir(base: str, fingerprint: str, config: SimCSEConfig | None = None) -> Path:
     """Where the SimCSE model of ``base`` (weights ``fingerprint``) and ``config`` lives; the folder
     is named after :func:`simcse_name` of the config's seed, then the key."""
     config = config or DEFAULT
     name = simcse_name(short_name(base), config.seed)
-    return cache_dir("models") / f"{name}-{config.key(fingerprint)}"
-
-
-def _write_log(folder: Path, losses: list[float], info: dict) -> None:
-    with open(folder / "training_log.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["step", "loss"])
-        writer.writerows(enumerate(losses, start=1))
-    (folder / "simcse.json").write_text(json.dumps(info, indent=2) + "\n")
+    return run_folder(name, config.payload(fingerprint))
 
 
 def train_and_save(
@@ -266,9 +223,8 @@ def train_and_save(
         flush=True,
     )
     model = copy.deepcopy(encoder.model)
-    with atomic_dir(
-        final
-    ) as staging:  # another process may finish the same model first: keep theirs
+    # another process may finish the same model first: keep theirs
+    with atomic_dir(final) as staging:
         start, cpu = time.perf_counter(), time.process_time()
         with torch_threads(threads):  # None: the caller's setting
             losses = train_simcse(
@@ -288,7 +244,8 @@ def train_and_save(
         }  # wall clock, and CPU time of all threads
         model.save_pretrained(staging)
         encoder.tokenizer.save_pretrained(staging)
-        _write_log(staging, losses, info)
+        rows = [{"step": i, "loss": loss} for i, loss in enumerate(losses, start=1)]
+        write_run_log(staging, "simcse.json", info, rows)
     return final
 
 

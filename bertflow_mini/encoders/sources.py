@@ -1,7 +1,7 @@
 """Where a model's files are, before anything is trained: an explicit folder, the local mirror
 (``$BERTFLOW_MODELS/<short name>``) or the Hugging Face hub. :mod:`bertflow_mini.encoders.names`
-builds on this (training on demand, random init); modules that must not train (the pretraining
-code loading its tokenizer) use it directly."""
+builds on this (the cache of models made here); the pretraining code loading its tokenizer uses
+it directly."""
 
 from __future__ import annotations
 

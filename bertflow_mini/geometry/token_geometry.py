@@ -95,12 +95,11 @@ def load_output_layer(name: str) -> OutputLayer:
     (``counts_from`` = ``"the training corpus"``), else
     :func:`~bertflow_mini.geometry.corpus_counts.estimated_token_counts` (``counts_from`` =
     :data:`ESTIMATED`: an estimate, so the chapter says so)."""
-    from transformers import AutoTokenizer
-
     from bertflow_mini.encoders.checkpoints import checkpoint_token_counts, load_mlm
-    from bertflow_mini.encoders.names import resolve_model
+    from bertflow_mini.encoders.loading import load_tokenizer
+    from bertflow_mini.encoders.names import source_of
 
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model(name))
+    tokenizer = load_tokenizer(source_of(name), name)
     try:
         counts, source = checkpoint_token_counts(name), "the training corpus"
     except FileNotFoundError:
@@ -119,13 +118,13 @@ def checkpoint_step(name: str) -> int | None:
     import re
 
     from bertflow_mini.encoders import pretrain
+    from bertflow_mini.encoders.spec import parse_name
 
-    percent = pretrain.parse_name(name)
-    if percent is not None:
-        recipe = json.loads(
-            (pretrain.checkpoint(pretrain.NAME) / "recipe.json").read_text()
-        )["recipe"]
-        return round(recipe["steps"] * percent / 100)
+    spec = parse_name(name)
+    if spec.kind == "scratch":
+        folder = pretrain.checkpoint_folder(pretrain.NAME)
+        recipe = json.loads((folder / "recipe.json").read_text())["recipe"]
+        return round(recipe["steps"] * spec.percent / 100)
     found = re.search(r"step_(\d+)k$", name)
     if found:
         return int(found.group(1)) * 1000

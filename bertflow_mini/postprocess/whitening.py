@@ -32,9 +32,8 @@ def _whitening_matrix(cov: np.ndarray, k: int | None, eps: float) -> np.ndarray:
         raise ValueError(
             f"k must be between 1 and the embedding dimension {dim}, got {k}"
         )
-    u, lam, _ = np.linalg.svd(
-        cov, hermitian=True
-    )  # for a symmetric PSD matrix, SVD = eigendecomposition
+    # for a symmetric PSD matrix, SVD = eigendecomposition
+    u, lam, _ = np.linalg.svd(cov, hermitian=True)
     lam = np.maximum(lam, eps * lam[0])
     w = u / np.sqrt(lam)
     return w if k is None else w[:, :k]
@@ -52,9 +51,8 @@ class Whitening:
     def fit(self, X: np.ndarray) -> Whitening:
         x = check_matrix(X, "X", min_rows=2).astype(np.float64)
         self.mean = x.mean(axis=0)
-        cov = np.cov(x, rowvar=False).reshape(
-            x.shape[1], x.shape[1]
-        )  # np.cov of one column is a scalar
+        # np.cov of one column is a scalar
+        cov = np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])
         self.W = _whitening_matrix(cov, self.k, self.eps)
         return self
 
@@ -72,7 +70,7 @@ class Whitening:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        if self.W is None:
+        if self.W is None or self.mean is None:
             raise RuntimeError("Whitening.transform called before fit")
         x = check_matrix(X, "X", dim=len(self.mean))
         out = (x.astype(np.float64) - self.mean) @ self.W
@@ -106,7 +104,7 @@ class StreamingWhitening:
         return self
 
     def finalize(self, k: int | None = None, eps: float = 1e-6) -> Whitening:
-        if self.n < 2:
+        if self.n < 2 or self.shift is None:
             raise ValueError(
                 f"need at least 2 rows to estimate a covariance, got {self.n}"
             )
@@ -147,7 +145,7 @@ class AllButTheTop:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        if self.directions is None:
+        if self.directions is None or self.mean is None:
             raise RuntimeError("AllButTheTop.transform called before fit")
         x = check_matrix(X, "X", dim=len(self.mean))
         centred = x.astype(np.float64) - self.mean

@@ -94,7 +94,7 @@ def test_setup_default_is_scratch_bert_from_this_machines_cache(
     shutil.copytree(
         tiny_bert_dir, run_dir(DEFAULT) / "pct-100"
     )  # stands in for the pretrained one
-    monkeypatch.delenv("BERTFLOW_MODEL", raising=False)
+    monkeypatch.delenv("BERTFLOW_MODEL_NAME", raising=False)
     assert setup() == "scratch-bert"
     first = capsys.readouterr().out.splitlines()[0]
     assert first == (
@@ -108,12 +108,12 @@ def test_the_default_model_is_the_env_var_then_the_book_model_offline_then_bert_
 ):
     from bertflow_mini.encoders import names
 
-    monkeypatch.setenv("BERTFLOW_MODEL", "all-MiniLM-L6-v2")
+    monkeypatch.setenv("BERTFLOW_MODEL_NAME", "all-MiniLM-L6-v2")
     assert (
         names.default_model() == "all-MiniLM-L6-v2"
-        and "BERTFLOW_MODEL" in names.why_default()
+        and "BERTFLOW_MODEL_NAME" in names.why_default()
     )
-    monkeypatch.delenv("BERTFLOW_MODEL")
+    monkeypatch.delenv("BERTFLOW_MODEL_NAME")
     monkeypatch.setenv("BERTFLOW_MODELS", "/a/mirror")
     monkeypatch.setattr(names, "hub_reachable", lambda: True)
     assert (

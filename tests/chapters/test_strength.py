@@ -27,7 +27,7 @@ def fake_run(tmp_path, monkeypatch):
     }
     monkeypatch.setattr(pretrain, "training_log", lambda recipe=None: (rows, info))
     monkeypatch.setattr(
-        pretrain, "checkpoint", lambda name, recipe=None, progress=True: tmp_path
+        pretrain, "checkpoint_folder", lambda name, recipe=None: tmp_path
     )
 
 

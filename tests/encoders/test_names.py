@@ -22,6 +22,14 @@ from bertflow_mini.encoders.names import (
 )
 from bertflow_mini.encoders.pretrain import DEFAULT, run_dir
 from bertflow_mini.encoders.random_init import config_without_weights
+from bertflow_mini.encoders.runs import NotBuiltError
+from bertflow_mini.encoders.spec import ModelSpec, parse_name
+
+
+def built(name: str) -> str:
+    """Build ``name`` (the explicit step), then look it up."""
+    names.build(name)
+    return resolve_model(name)
 
 
 def weights_digest(folder: str | Path) -> str:
@@ -56,7 +64,11 @@ def mirror(tmp_path, monkeypatch):
 def test_a_random_init_control_has_the_models_own_shape_fresh_weights_and_is_bit_identical_when_rebuilt(
     mirror, tmp_path, monkeypatch
 ):
-    control = resolve_model("small-bert@0")
+    # a lookup builds nothing: it says how to build
+    with pytest.raises(NotBuiltError, match=r"bf\.build\('small-bert@0'\)"):
+        resolve_model("small-bert@0")
+    assert not list((tmp_path / "cache" / "models").glob("small-bert*"))
+    control = built("small-bert@0")
     ours, base = config_of(control), config_of(mirror / "small-bert")
     for key in (
         "num_hidden_layers",
@@ -75,9 +87,9 @@ def test_a_random_init_control_has_the_models_own_shape_fresh_weights_and_is_bit
     monkeypatch.setenv(
         "BERTFLOW_CACHE", str(tmp_path / "another-cache")
     )  # built again from nothing
-    again = resolve_model("small-bert@0")
+    again = built("small-bert@0")
     assert again != control and weights_digest(again) == weights_digest(control)
-    seed1 = resolve_model("small-bert@0-seed1")
+    seed1 = built("small-bert@0-seed1")
     assert weights_digest(seed1) != weights_digest(control)
     assert not list(
         Path(again).parent.glob(".*partial")
@@ -90,10 +102,15 @@ def test_the_control_of_bert_base_is_built_offline_from_its_config_alone(
     """No weights are mirrored for bert-base-uncased: its config (beside the tokenizer) is enough."""
     monkeypatch.setenv("BERTFLOW_MODELS", str(TOKENIZER_DIR.parent))
     assert not (TOKENIZER_DIR.parent / "bert-base-uncased").exists()
+    calls = []
+    # the 440 MB build: not here
     monkeypatch.setattr(
-        names, "random_init", lambda base, seed=0, init="hf": (base, seed)
-    )  # the 440 MB build: not here
-    assert resolve_model("bert-base-uncased@0-seed2") == str(("bert-base-uncased", 2))
+        names, "random_init", lambda base, seed=0, init="hf": calls.append((base, seed))
+    )
+    with pytest.raises(NotBuiltError, match="bert-base-uncased@0-seed2 is not built"):
+        resolve_model("bert-base-uncased@0-seed2")
+    names.build("bert-base-uncased@0-seed2")
+    assert calls == [("bert-base-uncased", 2)]
     config, tokenizer = config_without_weights("bert-base-uncased")
     assert (
         config.num_hidden_layers,
@@ -133,7 +150,7 @@ def test_googles_truncated_initialiser_draws_inside_two_sd_with_the_truncated_no
 ):
     from scipy.stats import truncnorm
 
-    folder = resolve_model("small-bert@0-trunc-seed1")
+    folder = built("small-bert@0-trunc-seed1")
     std = config_of(folder)["initializer_range"]
     tensors = load_file(Path(folder) / "model.safetensors")
     weights = np.concatenate(
@@ -153,18 +170,16 @@ def test_googles_truncated_initialiser_draws_inside_two_sd_with_the_truncated_no
             assert (value == (1 if key.endswith(".weight") else 0)).all(), key
         elif key.endswith(".bias"):
             assert (value == 0).all(), key
-    hf = load_file(Path(resolve_model("small-bert@0-seed1")) / "model.safetensors")
+    hf = load_file(Path(built("small-bert@0-seed1")) / "model.safetensors")
     assert (
         max(np.abs(v).max() for k, v in hf.items() if "LayerNorm" not in k) > 2 * std
     )  # untruncated: it can fail
     assert (
         json.loads((Path(folder) / "random_init.json").read_text())["init"] == "trunc"
     )
-    assert weights_digest(resolve_model("small-bert@0-trunc-seed2")) != weights_digest(
-        folder
-    )
+    assert weights_digest(built("small-bert@0-trunc-seed2")) != weights_digest(folder)
     monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "another-cache"))
-    assert weights_digest(resolve_model("small-bert@0-trunc-seed1")) == weights_digest(
+    assert weights_digest(built("small-bert@0-trunc-seed1")) == weights_digest(
         folder
     )  # rebuilt identically
     with pytest.raises(ValueError, match="init="):
@@ -227,7 +242,9 @@ def test_parameter_counts_match_the_hand_count_and_the_loaded_weights(
         )
     )
     # scratch-bert: its folder, not a pretraining run
-    monkeypatch.setattr(pretrain, "checkpoint", lambda name: mirror / "small-bert")
+    monkeypatch.setattr(
+        pretrain, "checkpoint_folder", lambda name: mirror / "small-bert"
+    )
     assert parameter_count("scratch-bert@0") == loaded
     with pytest.raises(ValueError, match="GloVe"):
         parameter_count("glove-6B-50d")
@@ -301,13 +318,10 @@ def test_sweeps_and_controls_by_model():
     assert control_of("bert-base-uncased") == "bert-base-uncased@0"
     assert control_of("bert-base-uncased", seed=2) == "bert-base-uncased@0-seed2"
     assert control_of("bert-mini", 0, "trunc") == "bert-mini@0-trunc"
-    assert names._RANDOM.match(control_of("bert-mini", 3, "trunc")).group(
-        "base", "trunc", "seed"
-    ) == (
-        "bert-mini",
-        "-trunc",
-        "3",
-    )  # the name control_of writes is the one resolve_model reads
+    # the name control_of writes is the one the grammar reads
+    assert parse_name(control_of("bert-mini", 3, "trunc")) == ModelSpec(
+        "bert-mini@0-trunc-seed3", "random", "bert-mini", 3, init="trunc"
+    )
     with pytest.raises(ValueError, match="init="):
         control_of("bert-mini", init="xavier")
     with pytest.raises(ValueError, match="GloVe"):

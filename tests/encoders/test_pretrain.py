@@ -11,6 +11,7 @@ from conftest import SHARED, TOKENIZER_DIR, need, tiny_mlm
 
 from bertflow_mini.data import corpus
 from bertflow_mini.encoders import mlm, pretrain
+from bertflow_mini.encoders.runs import NotBuiltError
 
 WORDNET = SHARED / "data" / "wordnet"
 
@@ -365,14 +366,32 @@ def test_a_changed_recipe_misses_the_cache(tmp_path, monkeypatch):
     assert pretrain.run_dir(base) != before
 
 
-def test_checkpoint_names():
-    assert (
-        pretrain.parse_name("scratch-bert") == 100
-        and pretrain.parse_name("scratch-bert@25") == 25
-    )
-    assert pretrain.parse_name("all-MiniLM-L6-v2") is None
+def test_the_default_recipes_cache_folder_is_the_one_every_machine_already_holds():
+    # the key of the book's recipe when the cache helper was shared (a changed key re-pretrains)
+    assert pretrain.DEFAULT.key() == "9bef60d31809"
+    if pretrain.default_device() == "cpu":
+        assert pretrain.run_dir(pretrain.DEFAULT).name == "scratch-bert-9bef60d31809"
+
+
+def test_checkpoint_names_and_a_lookup_that_never_trains(monkeypatch):
     with pytest.raises(ValueError, match="@0, @25, @50, @100"):
-        pretrain.parse_name("scratch-bert@30")
+        pretrain.checkpoint_folder("scratch-bert@30")
+    with pytest.raises(ValueError, match="not a scratch-bert checkpoint"):
+        pretrain.checkpoint_folder("all-MiniLM-L6-v2")
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a lookup started pretraining")
+
+    monkeypatch.setattr(pretrain, "pretrain", no_training)
+    with pytest.raises(NotBuiltError) as err:
+        pretrain.checkpoint_folder("scratch-bert@25")
+    # the message says how to build it and about how long that takes
+    minutes = round(pretrain.DEFAULT.steps * pretrain.SECONDS_PER_STEP / 60)
+    assert "bf.build('scratch-bert@25')" in str(err.value)
+    assert "python -m bertflow_mini pretrain" in str(err.value)
+    assert f"about {minutes} minutes" in str(err.value)
+    with pytest.raises(NotBuiltError):
+        pretrain.training_log()
 
 
 def test_default_recipe_is_bert_mini_with_the_full_vocabulary():

@@ -10,6 +10,8 @@ import torch
 
 from bertflow_mini._io import cache_dir
 from bertflow_mini.encoders import names, simcse
+from bertflow_mini.encoders.runs import NotBuiltError
+from bertflow_mini.encoders.spec import parse_name
 
 TINY = simcse.SimCSEConfig(steps=3, batch_size=4, lr=1e-3, max_length=16)
 
@@ -36,19 +38,32 @@ def test_loss_limits_identical_rows_give_log_b_and_matched_orthogonal_rows_give_
         simcse.simcse_loss(eye, eye, temperature=0.0)
 
 
+def base_and_seed(name: str) -> tuple[str, int] | None:
+    """What the grammar says a SimCSE name is made from; None for any other name."""
+    spec = parse_name(name)
+    return (spec.base, spec.seed) if spec.kind == "simcse" else None
+
+
 def test_names():
-    assert simcse.parse_name("scratch-bert+simcse") == ("scratch-bert", 0)
-    assert simcse.parse_name("scratch-bert@0+simcse") == ("scratch-bert@0", 0)
-    assert simcse.parse_name("scratch-bert+simcse-seed1") == ("scratch-bert", 1)
-    assert simcse.parse_name("scratch-bert@0-seed3+simcse-seed12") == (
+    assert base_and_seed("scratch-bert+simcse") == ("scratch-bert", 0)
+    assert base_and_seed("scratch-bert@0+simcse") == ("scratch-bert@0", 0)
+    assert base_and_seed("scratch-bert+simcse-seed1") == ("scratch-bert", 1)
+    assert base_and_seed("scratch-bert@0-seed3+simcse-seed12") == (
         "scratch-bert@0-seed3",
         12,
     )
     assert (
-        simcse.parse_name("scratch-bert") is None
-        and simcse.parse_name("+simcse") is None
-        and simcse.parse_name("scratch-bert@0-seed3") is None
+        base_and_seed("+simcse") is None and base_and_seed("all-MiniLM-L6-v2") is None
     )
+    with pytest.raises(ValueError, match="checkpoints of scratch-bert"):
+        base_and_seed("scratch-bert@0-seed3")  # scratch-bert@0 is the run's own step 0
+
+
+def test_the_default_configs_cache_key_is_unchanged():
+    # the key of SimCSE's default config for a fixed base fingerprint when the cache helper was
+    # shared (a changed key would fine-tune every cached model again)
+    assert simcse.DEFAULT.key("abc123") == "cc848db30542"
+    assert simcse.config_for(2).key("abc123") == "3294724618ef"
 
 
 @pytest.mark.parametrize("base", ["scratch-bert", "scratch-bert@0-seed3", "org/x"])
@@ -58,8 +73,8 @@ def test_seed_names_round_trip(base, seed):
     assert name.startswith(base + "+simcse") and name.endswith(
         str(seed) if seed else ""
     )
-    assert simcse.parse_name(name) == (base, seed)
-    assert simcse.simcse_name(*simcse.parse_name(name)) == name
+    assert base_and_seed(name) == (base, seed)
+    assert simcse.simcse_name(*base_and_seed(name)) == name
 
 
 @pytest.mark.parametrize(
@@ -67,7 +82,7 @@ def test_seed_names_round_trip(base, seed):
 )
 def test_a_malformed_seed_tail_is_an_error_naming_the_forms(name):
     with pytest.raises(ValueError, match=r"\+simcse-seed<k>") as err:
-        simcse.parse_name(name)
+        parse_name(name)
     assert repr(name) in str(err.value)
 
 
@@ -185,8 +200,12 @@ def test_name_resolves_to_a_cached_folder_keyed_by_base_and_config(
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
     monkeypatch.setattr(simcse, "DEFAULT", TINY)
-    folder = names.resolve_model("tiny-bert+simcse")
+    # a lookup never trains; the build step does, and says so
+    with pytest.raises(NotBuiltError, match="bf.build"):
+        names.resolve_model("tiny-bert+simcse")
+    names.build("tiny-bert+simcse")
     assert "fine-tuning tiny-bert with SimCSE" in capsys.readouterr().out
+    folder = names.resolve_model("tiny-bert+simcse")
     fingerprint = names.load_encoder("tiny-bert", device="cpu").fingerprint
     assert folder == str(simcse.run_dir("tiny-bert", fingerprint, TINY))
     assert not list(
@@ -331,6 +350,8 @@ def test_a_seed_name_trains_its_own_deterministic_model(
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
     monkeypatch.setattr(simcse, "DEFAULT", TINY)
+    for tail in ("", "-seed1"):
+        names.build(f"tiny-bert+simcse{tail}")
     zero, one = (names.resolve_model(f"tiny-bert+simcse{t}") for t in ("", "-seed1"))
     base = names.load_encoder("tiny-bert", device="cpu")
     seed1 = simcse.SimCSEConfig(**{**TINY.__dict__, "seed": 1})
