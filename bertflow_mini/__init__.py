@@ -65,7 +65,7 @@ _API: dict[str, str] = {
     "fit_flow": "bertflow_mini.postprocess.flow",
     # evaluation
     "spearman": "bertflow_mini.evaluation.sts",
-    "cosine_scores": "bertflow_mini.evaluation.sts",
+    "cosine_scores": "bertflow_mini.evaluation.vectors",
     "score_pairs": "bertflow_mini.evaluation.sts",
     "score_similarities": "bertflow_mini.evaluation.sts",
     "embed_task": "bertflow_mini.evaluation.reproduce",

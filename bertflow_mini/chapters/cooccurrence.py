@@ -19,6 +19,7 @@ import pandas as pd
 
 from bertflow_mini._checks import check_matrix
 from bertflow_mini.chapters.pmi import counts_matrix, pmi_matrix
+from bertflow_mini.evaluation.vectors import cosine_neighbours
 
 
 def simple_words(sentence: str) -> list[str]:
@@ -82,11 +83,8 @@ def nearest_words(
         raise ValueError(f"{len(vocab)} words but {len(X)} vectors")
     if word not in vocab:
         raise ValueError(f"{word!r} is not in the vocabulary")
-    X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
-    q = list(vocab).index(word)
-    sims = X @ X[q]
-    sims[q] = -np.inf
-    return [vocab[j] for j in np.argsort(-sims, kind="stable")[:k]]
+    nearest = cosine_neighbours(X, [list(vocab).index(word)], k)[0]
+    return [vocab[j] for j in nearest]
 
 
 def neighbour_table(

@@ -32,7 +32,8 @@ from bertflow_mini.data import STSPairs
 from bertflow_mini.encoders.encoder import Encoder, encode, ordered_batches
 from bertflow_mini.encoders.pooling import LAYER_COMBINES, TOKEN_POOLINGS, parse_pooling
 from bertflow_mini.evaluation.entailment import auc
-from bertflow_mini.evaluation.sts import cosine_scores, score_pairs, spearman
+from bertflow_mini.evaluation.sts import score_pairs, spearman
+from bertflow_mini.evaluation.vectors import cosine_scores
 
 
 def random_pairs(n_items: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

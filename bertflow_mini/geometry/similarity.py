@@ -33,6 +33,7 @@ import torch
 
 from bertflow_mini._checks import check_matrix
 from bertflow_mini.evaluation.lexical import document_idf
+from bertflow_mini.evaluation.vectors import cosine_matrix
 
 
 # ---------------------------------------------------------------------------------------- Mahalanobis
@@ -165,10 +166,6 @@ def token_idf(ids: Sequence[np.ndarray], smooth: bool = True) -> dict[int, float
     return document_idf([doc.tolist() for doc in ids], smooth=smooth)
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-
-
 def greedy_match(
     a: np.ndarray, b: np.ndarray, wa: np.ndarray, wb: np.ndarray
 ) -> tuple[float, float, float]:
@@ -178,7 +175,7 @@ def greedy_match(
     """
     if len(a) == 0 or len(b) == 0:
         raise ValueError("both sentences need at least one token")
-    sims = _unit(np.asarray(a, np.float64)) @ _unit(np.asarray(b, np.float64)).T
+    sims = cosine_matrix(a, b)
     wa, wb = np.asarray(wa, np.float64), np.asarray(wb, np.float64)
     if (
         wa.sum() <= 0 or wb.sum() <= 0
