@@ -153,8 +153,15 @@ def results_table(
     if aggregation not in ("wmean", "all"):
         raise ValueError("aggregation must be 'wmean' or 'all'")
     row = {r.task: getattr(r, aggregation) for r in results}
-    row["Avg."] = float(np.mean(list(row.values())))
-    return pd.DataFrame([row], index=[name])
+    return with_average(pd.DataFrame([row], index=[name]))
+
+
+def with_average(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (a row per system, a column per dataset) plus the papers' ``Avg.`` column: each
+    row's mean over the datasets it has (a dataset a paper did not report is skipped)."""
+    out = table.copy()
+    out["Avg."] = table.mean(axis=1)
+    return out
 
 
 def subset_table(results: Sequence[STSResult]) -> pd.DataFrame:

@@ -254,7 +254,11 @@ def bertscore_table(
 
     from bertflow_mini.data import load_sts
     from bertflow_mini.evaluation.reproduce import embed_task
-    from bertflow_mini.evaluation.sts import cosine_after, score_similarities
+    from bertflow_mini.evaluation.sts import (
+        cosine_after,
+        score_similarities,
+        with_average,
+    )
     from bertflow_mini.postprocess.whitening import Whitening
 
     posts = {
@@ -285,6 +289,4 @@ def bertscore_table(
                     pairs, bertscore(t.select(first), t.select(second), idf)
                 ).wmean
             )
-    out = pd.DataFrame(table).T
-    out["Avg."] = out.mean(axis=1)
-    return out
+    return with_average(pd.DataFrame(table).T)
