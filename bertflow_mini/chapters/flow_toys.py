@@ -58,7 +58,7 @@ def randomize(
             )
     for m in module.modules():
         if isinstance(m, ActNorm):
-            m.initialized.fill_(True)
+            m.initialized.fill_(True)  # type: ignore[operator]
             m._ready = True
     return module
 
@@ -70,7 +70,7 @@ def check_block(block: torch.nn.Module, x: torch.Tensor) -> dict[str, float]:
     x = x.double().to(_device(block))
     with torch.no_grad():
         y, logdet = block(x)
-        back, inverse_logdet = block.inverse(y)
+        back, inverse_logdet = block.inverse(y)  # type: ignore[operator]
     brute = torch.stack(
         [
             torch.linalg.slogdet(jacobian(lambda v: block(v[None])[0][0], v))[1]
@@ -123,7 +123,7 @@ def excite_coupling(
 
 def steps_per_coordinate(glow: Glow) -> np.ndarray:
     """How many flow steps each latent coordinate passes through before it is factored out."""
-    depth = len(glow.levels[0])
+    depth = len(glow.levels[0])  # type: ignore[arg-type]
     steps = np.zeros(glow.dim, dtype=int)
     for level, d in enumerate(glow.dims):
         leaves_at = glow.dims[level + 1] if level + 1 < len(glow.dims) else 0

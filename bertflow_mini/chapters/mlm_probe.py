@@ -120,7 +120,7 @@ class Contexts:
 
 def _trigrams(seqs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
     """(left, middle, right, sequence, position) of every inner token of every sequence."""
-    parts = [[], [], [], [], []]
+    parts: list[list] = [[], [], [], [], []]
     for n, s in enumerate(seqs):
         s = np.asarray(s, dtype=np.int64)
         if len(s) < 3:
@@ -251,12 +251,12 @@ def context_logits(
             seen[k] += 1
     if (seen == 0).any():
         raise ValueError("a context has no occurrence")
-    h_all, pooled_all = np.concatenate(at_mask), np.concatenate(pooled_all)
-    other = np.roll(pooled_all, len(jobs) // 2, axis=0)
+    h_all, pooled = np.concatenate(at_mask), np.concatenate(pooled_all)
+    other = np.roll(pooled, len(jobs) // 2, axis=0)
     return ContextLogits(
         sums / seen[:, None],
         mix - np.log(seen)[:, None],
-        float((h_all * pooled_all).sum(1).mean()),
+        float((h_all * pooled).sum(1).mean()),
         float((h_all * other).sum(1).mean()),
         len(jobs),
     )
@@ -314,5 +314,5 @@ def training_sequences(recipe=None, *, cache: bool = True) -> list[np.ndarray]:
     if cache:
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as f:
-                np.savez(f, **dict(zip(("flat", "offsets"), _pack(seqs))))
+                np.savez(f, **dict(zip(("flat", "offsets"), _pack(seqs))))  # type: ignore[arg-type]
     return seqs

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -266,7 +267,7 @@ def cosine_by_stage(
             f"zero: unknown parts {sorted(unknown)}; known: {list(EMBEDDING_PARTS)}"
         )
     emb = getattr(encoder.model, "embeddings", None)
-    tables = {
+    tables: dict[str, Any] = {
         "word": getattr(emb, "word_embeddings", None),
         "position": getattr(emb, "position_embeddings", None),
         "token type": getattr(emb, "token_type_embeddings", None),

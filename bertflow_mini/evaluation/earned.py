@@ -90,6 +90,8 @@ def _file_name(source: Source) -> str:
 
 def _published_score(pooling: str, method: str, task: str) -> tuple[float, str] | None:
     paper = _PAPERS.get(method)
+    if paper is None:
+        return None
     fit = "-" if method == "none" else "target"
     entry = PUBLISHED.get((paper, "bert-base-uncased", pooling, method, fit))
     if entry is None:
@@ -151,7 +153,8 @@ def earned_published(
     NaN (``live=True`` computes every control cell instead)."""
     if init not in INITS:
         raise ValueError(f"init={init!r}: one of {sorted(INITS)}")
-    rows, cache = [], {}
+    rows: list[dict] = []
+    cache: dict = {}
     control_name = "bert-base-uncased@0" + ("-trunc" if init == "trunc" else "")
     for pooling in poolings:
         for method in methods:
@@ -286,8 +289,8 @@ def earned_live(
                     for i, t in enumerate(tasks)
                 }
                 if len(tasks) > 1:
-                    scores["Avg."] = tuple(
-                        np.mean([v[k] for v in scores.values()], axis=0)
+                    scores["Avg."] = tuple(  # type: ignore[assignment]
+                        np.mean([v[k] for v in scores.values()], axis=0)  # type: ignore[arg-type]
                         for k in range(3)
                     )
                 for task, (a, b, diffs) in scores.items():

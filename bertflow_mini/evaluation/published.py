@@ -187,7 +187,7 @@ def published_table(model: str | None = None, paper: str | None = None) -> pd.Da
     for (pap, mod, pooling, method, fit), (agg, scores) in PUBLISHED.items():
         if (model and mod != model) or (paper and pap != paper):
             continue
-        row = {
+        row: dict[str, str | float] = {
             "paper": pap,
             "model": mod,
             "pooling": pooling,

@@ -8,6 +8,7 @@ is the zero vector by design.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -74,24 +75,19 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
 
 
 def cosine_neighbours(
-    vectors: np.ndarray, queries: np.ndarray, k: int = 10
+    vectors: np.ndarray, queries: Sequence[int] | np.ndarray, k: int = 10
 ) -> np.ndarray:
     """Indices of the ``k`` rows of ``vectors`` with the highest cosine to each row ``queries[i]``
     of ``vectors`` (the query itself excluded), best first; ties broken by lower index."""
     X = check_matrix(vectors, "vectors", min_rows=2)
-    queries = np.asarray(queries, dtype=np.int64)
-    if (
-        queries.ndim != 1
-        or len(queries) == 0
-        or queries.min() < 0
-        or queries.max() >= len(X)
-    ):
+    q = np.asarray(queries, dtype=np.int64)
+    if q.ndim != 1 or len(q) == 0 or q.min() < 0 or q.max() >= len(X):
         raise ValueError(f"queries must be row indices in [0, {len(X)})")
     if not 1 <= k < len(X):
         raise ValueError(f"k must be between 1 and {len(X) - 1}, got {k}")
     U = unit_rows(X, "vectors")
-    sims = U[queries] @ U.T
-    sims[np.arange(len(queries)), queries] = -np.inf
+    sims = U[q] @ U.T
+    sims[np.arange(len(q)), q] = -np.inf
     order = torch.from_numpy(-sims).argsort(dim=1, stable=True)[:, :k]
     return order.numpy()
 

@@ -185,7 +185,7 @@ def unseen_token_dynamics(
         raise ValueError(f"need steps >= 1 and lr > 0, got steps={steps}, lr={lr}")
     c = scipy.special.logsumexp(H @ W_seen.T, axis=1)
     X = with_bias_column(H) if bias else H
-    w = np.random.default_rng(seed).normal(size=H.shape[1]) * init_scale
+    w = np.asarray(np.random.default_rng(seed).normal(size=H.shape[1])) * init_scale
     w = np.append(w, 0.0) if bias else w
     ws = np.empty((steps + 1, X.shape[1]))
     loss = np.empty(steps + 1)

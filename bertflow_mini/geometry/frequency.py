@@ -305,7 +305,7 @@ def norm_by_corpus_count(
     E: np.ndarray,
     E_init: np.ndarray,
     counts: np.ndarray,
-    rows: Sequence[int],
+    rows: Sequence[int] | np.ndarray,
     edges: Sequence[int] = (0, 1, 5, 20, 100, 1000, 10_000),
 ) -> pd.DataFrame:
     """What pretraining did to each row of an embedding matrix, grouped by the token's corpus count.
@@ -349,7 +349,7 @@ def drift_along(
     E: np.ndarray,
     E_init: np.ndarray,
     counts: np.ndarray,
-    rows: Sequence[int],
+    rows: Sequence[int] | np.ndarray,
     direction: np.ndarray,
     edges: Sequence[int] = (0, 1, 5, 20, 100, 1000, 10_000),
 ) -> pd.Series:
@@ -370,7 +370,7 @@ def drift_along(
     c = np.asarray(counts)[rows]
     D = (E - E_init)[rows].astype(np.float64)
     unit = direction / np.linalg.norm(direction)
-    out = {}
+    out: dict[int, float] = {}
     for lo, hi in zip(edges, list(edges[1:]) + [None]):
         m = (c >= lo) if hi is None else (c >= lo) & (c < hi)
         if m.sum() < 2:

@@ -176,8 +176,8 @@ def sentence_rarity(ids: Sequence[Sequence[int]], counts: np.ndarray) -> np.ndar
         raise ValueError("counts must be a 1-D array with a positive sum")
     out = np.empty(len(ids))
     for i, seq in enumerate(ids):
-        seq = np.asarray(seq, dtype=np.int64)
-        if len(seq) == 0:
+        arr = np.asarray(seq, dtype=np.int64)
+        if len(arr) == 0:
             raise ValueError(f"sentence {i} has no tokens")
-        out[i] = float(np.mean(-np.log10(np.maximum(counts[seq], 1.0) / total)))
+        out[i] = float(np.mean(-np.log10(np.maximum(counts[arr], 1.0) / total)))
     return out

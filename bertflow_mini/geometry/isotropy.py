@@ -83,15 +83,13 @@ def isotropy_score(X: np.ndarray, normalise: bool = False) -> float:
     if normalise:
         x = x / rms_norm(x)
     _, eigenvectors = np.linalg.eigh(x.T @ x)
-    log_z = []
-    for start in range(
-        0, x.shape[1], 64
-    ):  # 64 directions at a time keeps memory at n × 64
-        projections = (
-            x @ eigenvectors[:, start : start + 64]
-        )  # cᵀw for each w (rows) and c (columns)
-        log_z += [logsumexp(projections, axis=0), logsumexp(-projections, axis=0)]
-    log_z = np.concatenate(log_z)
+    parts = []
+    # 64 directions at a time keeps memory at n × 64
+    for start in range(0, x.shape[1], 64):
+        # cᵀw for each w (rows) and c (columns)
+        projections = x @ eigenvectors[:, start : start + 64]
+        parts += [logsumexp(projections, axis=0), logsumexp(-projections, axis=0)]
+    log_z = np.concatenate(parts)
     return float(np.exp(log_z.min() - log_z.max()))
 
 

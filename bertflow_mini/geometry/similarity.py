@@ -25,8 +25,9 @@ drop them too and take IDF from the sentences being scored, both sides (no label
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -163,7 +164,8 @@ def token_idf(ids: Sequence[np.ndarray], smooth: bool = True) -> dict[int, float
     :func:`bertflow_mini.evaluation.lexical.document_idf`, as the word IDF of the baselines)."""
     if len(ids) == 0:
         raise ValueError("token_idf needs at least one sentence")
-    return document_idf([doc.tolist() for doc in ids], smooth=smooth)
+    idf: dict[int, float] = document_idf([doc.tolist() for doc in ids], smooth=smooth)  # type: ignore[assignment]
+    return idf
 
 
 def greedy_match(
@@ -261,7 +263,7 @@ def bertscore_table(
     )
     from bertflow_mini.postprocess.whitening import Whitening
 
-    posts = {
+    posts: dict[str, Callable[[], Any]] = {
         "raw": lambda: None,
         "standardised": Standardisation,
         "whitened": Whitening,
