@@ -134,9 +134,8 @@ def glue(name: str, value: object, display: bool = True) -> None:
     myst-nb comes with the book's build tools, not with the package; in Colab or a plain Jupyter
     kernel without it the value is only shown (when ``display``), so a chapter runs everywhere.
     """
-    if isinstance(
-        value, np.generic
-    ):  # np.float64(0.5) would reach the page as its repr
+    # np.float64(0.5) would reach the page as its repr
+    if isinstance(value, np.generic):
         value = value.item()
     try:
         from myst_nb import glue as myst_glue

@@ -63,9 +63,8 @@ def cooccurrence(
     centre, context = [], []
     for doc in docs:
         ids = np.array([index[w] for w in doc if w in index], dtype=np.int64)
-        for offset in range(
-            1, window + 1
-        ):  # both directions: pairs (i, i+offset) and (i+offset, i)
+        # both directions: pairs (i, i+offset) and (i+offset, i)
+        for offset in range(1, window + 1):
             centre += [ids[:-offset], ids[offset:]]
             context += [ids[offset:], ids[:-offset]]
     counts = counts_matrix(

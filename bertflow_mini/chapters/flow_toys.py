@@ -93,10 +93,11 @@ def excite_coupling(
     The network's hidden weights and its shift ``t`` are drawn from ``seed`` alone, so an additive and
     an affine coupling excited with the same seed on the same ``x`` shift by the same ``t(x₁)``; the
     affine one's log-scale outputs get a second, independent draw."""
+    # drawn on the CPU, on any device
     net, generator = (
         coupling.net,
         torch.Generator().manual_seed(seed),
-    )  # drawn on the CPU, on any device
+    )
     with torch.no_grad():
         for fc in (net.fc1, net.fc2):  # CouplingNet's own initialiser
             fc.weight.copy_(

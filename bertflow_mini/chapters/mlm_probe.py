@@ -165,9 +165,8 @@ def _located(
     by_key = np.argsort(chosen)
     slot = np.clip(np.searchsorted(chosen[by_key], key), 0, len(chosen) - 1)
     hit = chosen[by_key][slot] == key
-    rows = by_key[
-        slot[hit]
-    ]  # the context index of every trigram that has a chosen context
+    # the context index of every trigram that has a chosen context
+    rows = by_key[slot[hit]]
     counts = np.zeros((len(chosen), vocab_size), dtype=np.int64)
     np.add.at(counts, (rows, mid[hit]), 1)
     where = np.stack([seq[hit], pos[hit]], axis=1)
@@ -183,9 +182,8 @@ class ContextLogits:
     """The MLM at a [MASK] in each context, averaged over (up to ``per_context``) occurrences."""
 
     mean_logits: np.ndarray  # (n_contexts, vocab): mean over occurrences of the logits
-    log_mixture: (
-        np.ndarray
-    )  # (n_contexts, vocab): log of the mean predicted probability
+    # (n_contexts, vocab): log of the mean predicted probability
+    log_mixture: np.ndarray
     cos_mask_vs_pooled: (
         float  # mean cosine of h_c at the [MASK] and the sentence's mean-pooled vector
     )

@@ -166,9 +166,8 @@ def download(url: str, into: Path, known_hash: str | None = None) -> Path:
         downloader = pooch.HTTPDownloader(progressbar=True, timeout=60)
     logger = pooch.get_logger()
     level = logger.level
-    logger.setLevel(
-        "WARNING"
-    )  # not pooch's advice to pin a hash: the files are checked instead
+    # not pooch's advice to pin a hash: the files are checked instead
+    logger.setLevel("WARNING")
     try:
         path = pooch.retrieve(
             url, known_hash, fname=name, path=into, downloader=downloader

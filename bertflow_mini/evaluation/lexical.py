@@ -105,9 +105,10 @@ def document_idf(
 def idf_weights(sentences: Sequence[str]) -> dict[str, float]:
     """Inverse document frequency of each word over ``sentences`` (each sentence a document):
     ``log((1 + N) / (1 + df)) + 1``, the smoothed form (never 0, defined for every word seen)."""
+    # type: ignore[assignment]
     idf: dict[str, float] = document_idf(
         [word_set(s) for s in sentences], plus_one=True
-    )  # type: ignore[assignment]
+    )
     return idf
 
 

@@ -59,9 +59,8 @@ __all__ = [
 FIT_CHOICES = ("target", "train", "other")
 #: The datasets with a training split: ``fit="train"`` falls back on them, ``fit="other"`` uses them.
 TRAIN_SETS = ("STSB", "SICK-R")
-TEST_ONLY = tuple(
-    t for t in TASKS if t not in TRAIN_SETS
-)  # STS12-16: a test split only
+# STS12-16: a test split only
+TEST_ONLY = tuple(t for t in TASKS if t not in TRAIN_SETS)
 
 
 # --------------------------------------------------------------------------------------------

@@ -60,9 +60,8 @@ class STSResult:
     wmean: float
     all: float
     n_pairs: int
-    subsets: dict[str, tuple[int, float]] = field(
-        default_factory=dict
-    )  # name -> (n pairs, Spearman)
+    # name -> (n pairs, Spearman)
+    subsets: dict[str, tuple[int, float]] = field(default_factory=dict)
 
 
 def score_pairs(pairs: STSPairs, emb1: np.ndarray, emb2: np.ndarray) -> STSResult:

@@ -47,9 +47,8 @@ def uniformity(
         u = u[
             np.sort(np.random.default_rng(seed).choice(len(u), max_rows, replace=False))
         ]
-    sq = np.clip(
-        2.0 - 2.0 * (u @ u.T), 0.0, None
-    )  # ‖u − v‖² = 2 − 2 u·v on the unit sphere
+    # ‖u − v‖² = 2 − 2 u·v on the unit sphere
+    sq = np.clip(2.0 - 2.0 * (u @ u.T), 0.0, None)
     pairs = sq[np.triu_indices(len(u), k=1)]
     from scipy.special import logsumexp
 

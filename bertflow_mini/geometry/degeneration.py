@@ -141,16 +141,13 @@ class UnseenTokenRun:
     """
 
     norms: np.ndarray  # ‖w_t‖ (the embedding only, never the bias)
-    loss: (
-        np.ndarray
-    )  # mean_i log(1 + exp(w_tᵀh_i + b_t − c_i)): the part of the loss that moves
-    cos_to_optimal: (
-        np.ndarray
-    )  # cosine with the max-margin direction; NaN when there is none
+    # mean_i log(1 + exp(w_tᵀh_i + b_t − c_i)): the part of the loss that moves
+    loss: np.ndarray
+    # cosine with the max-margin direction; NaN when there is none
+    cos_to_optimal: np.ndarray
     w: np.ndarray  # final embedding
-    u: (
-        np.ndarray | None
-    )  # max-margin direction of the parameter (length d, or d + 1 with a bias)
+    # max-margin direction of the parameter (length d, or d + 1 with a bias)
+    u: np.ndarray | None
     biases: np.ndarray | None = None  # b_t, when the token has a bias
 
 

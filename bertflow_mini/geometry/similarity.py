@@ -179,9 +179,8 @@ def greedy_match(
         raise ValueError("both sentences need at least one token")
     sims = cosine_matrix(a, b)
     wa, wb = np.asarray(wa, np.float64), np.asarray(wb, np.float64)
-    if (
-        wa.sum() <= 0 or wb.sum() <= 0
-    ):  # every token in every sentence: IDF 0, fall back to plain means
+    # every token in every sentence: IDF 0, fall back to plain means
+    if wa.sum() <= 0 or wb.sum() <= 0:
         wa, wb = np.ones_like(wa), np.ones_like(wb)
     recall = float((wa * sims.max(axis=1)).sum() / wa.sum())
     precision = float((wb * sims.max(axis=0)).sum() / wb.sum())
@@ -273,9 +272,8 @@ def bertscore_table(
         pairs = subsample_pairs(load_sts(task, "test"), max_pairs, seed)
         sentences = pairs.sentences()
         row = {s: i for i, s in enumerate(sentences)}
-        vecs = embed_task(encoder, task, pooling, progress=False)(
-            sentences
-        )  # the cached vectors
+        # the cached vectors
+        vecs = embed_task(encoder, task, pooling, progress=False)(sentences)
         tokens = token_vectors(encoder, sentences, pooling)
         idf = token_idf(tokens.ids)
         first, second = [row[s] for s in pairs.sent1], [row[s] for s in pairs.sent2]

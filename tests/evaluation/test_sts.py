@@ -150,9 +150,8 @@ def test_cli_on_the_mirror_model_reaches_its_published_sts_b_quality(capsys):
         == 0
     )
     (res,) = json.loads(capsys.readouterr().out)["results"]
-    assert (
-        res["n_pairs"] == 1379 and res["wmean"] == res["all"]
-    )  # STS-B is one set: both aggregations agree
+    # STS-B is one set: both aggregations agree
+    assert res["n_pairs"] == 1379 and res["wmean"] == res["all"]
     assert 80.0 < res["all"] < 90.0
     # CLS of a mean-pooling-trained model is much worse: the pooling really changes the vectors.
     # (The CLI filled this test's private cache with every pooling: no second forward pass.)
@@ -241,21 +240,21 @@ def test_cli_missing_model_is_one_clear_error(capsys, monkeypatch, tmp_path):
 
 def test_tables_default_to_wmean_and_name_their_columns():
     res = _two_scales()
-    assert results_table([res]).loc["ours", "TOY"] == pytest.approx(
-        100.0
-    )  # the papers' default: wmean
+    # the papers' default: wmean
+    assert results_table([res]).loc["ours", "TOY"] == pytest.approx(100.0)
     assert results_table([res], "all", name="pooled").loc[
         "pooled", "TOY"
     ] == pytest.approx(res.all)
     with pytest.raises(ValueError, match="wmean"):
         results_table([res], "mean")
     subsets = subset_table([res])
+    # the CLI indexes by these names
     assert list(subsets.columns) == [
         "task",
         "subset",
         "pairs",
         "spearman",
-    ]  # the CLI indexes by these names
+    ]
     assert subsets.values.tolist() == [
         ["TOY", "x", 5, pytest.approx(100.0)],
         ["TOY", "y", 5, pytest.approx(100.0)],
@@ -280,11 +279,12 @@ def test_embedded_looks_sentences_up_and_evaluate_embedder_embeds_each_once():
         np.array([1.0, 2.0, 3.0]),
         ["t"] * 3,
     )
+    # cosines 0.71, 0.71, 0: ties ranked
     vecs = {
         "a": [1.0, 0.0],
         "b": [1.0, 1.0],
         "c": [0.0, 1.0],
-    }  # cosines 0.71, 0.71, 0: ties ranked
+    }
     res = evaluate_embedder(
         lambda s: calls.append(list(s)) or np.array([vecs[x] for x in s]), pairs
     )
