@@ -44,48 +44,21 @@ HUB_COPIES: dict[str, tuple[str, str]] = {
 _HUB_FILES = {"dev": "validation.jsonl.gz"}
 #: SentEval's blocks of each file that mixes several: (subset or split, pairs, sum of gold
 #: scores), computed from the official files (tests/data/test_hub_copies.py checks them).
-# fmt: skip
 BLOCKS: dict[str, tuple[tuple[str, int, float], ...]] = {
-    "STS12": (
-        ("MSRpar", 750, 2453.023),
-        ("MSRvid", 750, 1722.824),
-        ("SMTeuroparl", 459, 2088.263),
-        ("surprise.OnWN", 750, 2903.165),
-        ("surprise.SMTnews", 399, 1729.573),
-    ),
-    "STS13": (
-        ("FNWN", 189, 277.45),
-        ("headlines", 750, 1929.6667),
-        ("OnWN", 561, 1297.1667),
-    ),
-    "STS14": (
-        ("deft-forum", 450, 1237.1421),
-        ("deft-news", 300, 909.2),
-        ("headlines", 750, 2079.2),
-        ("OnWN", 750, 1978.9333),
-        ("images", 750, 2005.6),
-        ("tweet-news", 750, 2332.8),
-    ),
-    "STS15": (
-        ("answers-forums", 375, 624.24),
-        ("answers-students", 750, 2188.41),
-        ("belief", 375, 606.2),
-        ("headlines", 750, 1922.73),
-        ("images", 750, 1876.16),
-    ),
-    "STS16": (
-        ("answer-answer", 254, 633.0),
-        ("headlines", 249, 615.0),
-        ("plagiarism", 230, 557.0),
-        ("postediting", 244, 612.0),
-        ("question-question", 209, 445.0),
-    ),
-    "SICK-R": (
-        ("train", 4500, 15844.255),
-        ("trial", 500, 1797.195),
-        ("test", 4927, 17392.415),
-    ),
-}
+    "STS12": (("MSRpar", 750, 2453.023), ("MSRvid", 750, 1722.824),
+              ("SMTeuroparl", 459, 2088.263), ("surprise.OnWN", 750, 2903.165),
+              ("surprise.SMTnews", 399, 1729.573)),
+    "STS13": (("FNWN", 189, 277.45), ("headlines", 750, 1929.6667), ("OnWN", 561, 1297.1667)),
+    "STS14": (("deft-forum", 450, 1237.1421), ("deft-news", 300, 909.2),
+              ("headlines", 750, 2079.2), ("OnWN", 750, 1978.9333), ("images", 750, 2005.6),
+              ("tweet-news", 750, 2332.8)),
+    "STS15": (("answers-forums", 375, 624.24), ("answers-students", 750, 2188.41),
+              ("belief", 375, 606.2), ("headlines", 750, 1922.73), ("images", 750, 1876.16)),
+    "STS16": (("answer-answer", 254, 633.0), ("headlines", 249, 615.0),
+              ("plagiarism", 230, 557.0), ("postediting", 244, 612.0),
+              ("question-question", 209, 445.0)),
+    "SICK-R": (("train", 4500, 15844.255), ("trial", 500, 1797.195), ("test", 4927, 17392.415)),
+}  # fmt: skip
 _BLOCK_TOLERANCE = 0.01  # on a block's score sum: the gold files give 3–4 decimals
 
 #: SICK with its entailment labels (the former ``sick`` dataset, script-based): the hub's parquet
@@ -99,17 +72,12 @@ SICK_HUB_FILES = {s: f"default/{h}/0000.parquet" for s, h in
 #: with each file's SHA-256 (its Git-LFS object id in that commit's tree, as published there;
 #: no copy of QNLI is in ../shared to check it against).
 QNLI_HUB = ("nyu-mll/glue", "bcdcba79d07bc864c1c254ccfcedcce55bcc9a8c")
-# fmt: skip
 QNLI_HUB_FILES: dict[str, tuple[str, str]] = {
-    "train": (
-        "qnli/train-00000-of-00001.parquet",
-        "ebc7cb70a5bbde0b0336c3d51f31bb4df4673e908e8874b090b52169b1365c6c",
-    ),
-    "dev": (
-        "qnli/validation-00000-of-00001.parquet",
-        "e69311b81dc65589286091d9905a27617a90436dd215c7a59832fa8f4f336169",
-    ),
-}
+    "train": ("qnli/train-00000-of-00001.parquet",
+              "ebc7cb70a5bbde0b0336c3d51f31bb4df4673e908e8874b090b52169b1365c6c"),
+    "dev": ("qnli/validation-00000-of-00001.parquet",
+            "e69311b81dc65589286091d9905a27617a90436dd215c7a59832fa8f4f336169"),
+}  # fmt: skip
 
 
 def describe(task: str) -> str:

@@ -32,25 +32,11 @@ __all__ = ["COLUMNS", "earned", "earned_live", "earned_published"]
 METHODS = ("none", "whitening", "flow")
 POOLINGS = ("last-avg", "first-last-avg")
 #: The columns of :func:`earned`'s table, in order.
-# fmt: skip
 COLUMNS = [
-    "model",
-    "checkpoint",
-    "pooling",
-    "method",
-    "task",
-    "pretrained",
-    "control",
-    "earned",
-    "control_sd",
-    "control_seeds",
-    "low",
-    "high",
-    "pretrained_sd",
-    "pretrained_seeds",
-    "pretrained_source",
-    "control_source",
-]
+    "model", "checkpoint", "pooling", "method", "task", "pretrained", "control",
+    "earned", "control_sd", "control_seeds", "low", "high", "pretrained_sd",
+    "pretrained_seeds", "pretrained_source", "control_source",
+]  # fmt: skip
 #: The controls' initialisers (:data:`bertflow_mini.encoders.names.INITIALISERS`:
 #: ``<name>@0`` and ``<name>@0-trunc``), with the labels the tables print.
 INITS = {

@@ -23,19 +23,10 @@ from bertflow_mini.evaluation.published import PUBLISHED
 __all__ = ["SPREAD_COLUMNS", "beyond_harness", "harness_spread"]
 
 #: The columns of :func:`harness_spread`'s table.
-# fmt: skip
 SPREAD_COLUMNS = [
-    "model",
-    "pooling",
-    "method",
-    "fit",
-    "task",
-    "low",
-    "high",
-    "spread",
-    "papers",
+    "model", "pooling", "method", "fit", "task", "low", "high", "spread", "papers",
     "aggregations",
-]
+]  # fmt: skip
 
 
 def _paper(name: str) -> str:
@@ -68,21 +59,12 @@ def harness_spread(model: str = "bert-base-uncased") -> pd.DataFrame:
         by_task = {t: [s[i] for _, _, s in entries] for i, t in enumerate(TASKS)}
         by_task["Avg."] = [float(np.mean(s)) for _, _, s in entries]
         for task, values in by_task.items():
-            # fmt: skip
-            rows.append(
-                {
-                    "model": model,
-                    "pooling": pooling,
-                    "method": method,
-                    "fit": fit,
-                    "task": task,
-                    "low": min(values),
-                    "high": max(values),
-                    "spread": max(values) - min(values),
-                    "papers": ", ".join(papers),
-                    "aggregations": aggregations,
-                }
-            )
+            rows.append({
+                "model": model, "pooling": pooling, "method": method, "fit": fit,
+                "task": task, "low": min(values), "high": max(values),
+                "spread": max(values) - min(values), "papers": ", ".join(papers),
+                "aggregations": aggregations,
+            })  # fmt: skip
     return pd.DataFrame(rows, columns=SPREAD_COLUMNS)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -105,11 +106,9 @@ def document_idf(
 def idf_weights(sentences: Sequence[str]) -> dict[str, float]:
     """Inverse document frequency of each word over ``sentences`` (each sentence a document):
     ``log((1 + N) / (1 + df)) + 1``, the smoothed form (never 0, defined for every word seen)."""
-    # type: ignore[assignment]
-    idf: dict[str, float] = document_idf(
-        [word_set(s) for s in sentences], plus_one=True
+    return cast(
+        dict[str, float], document_idf([word_set(s) for s in sentences], plus_one=True)
     )
-    return idf
 
 
 def idf_overlap(

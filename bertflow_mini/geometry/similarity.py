@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -164,8 +164,9 @@ def token_idf(ids: Sequence[np.ndarray], smooth: bool = True) -> dict[int, float
     :func:`bertflow_mini.evaluation.lexical.document_idf`, as the word IDF of the baselines)."""
     if len(ids) == 0:
         raise ValueError("token_idf needs at least one sentence")
-    idf: dict[int, float] = document_idf([doc.tolist() for doc in ids], smooth=smooth)  # type: ignore[assignment]
-    return idf
+    return cast(
+        dict[int, float], document_idf([doc.tolist() for doc in ids], smooth=smooth)
+    )
 
 
 def greedy_match(

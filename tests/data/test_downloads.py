@@ -98,17 +98,12 @@ def _corrupt(mirror: Path, tmp_path: Path, how: str) -> Path:
     return bad
 
 
-# fmt: skip
 @pytest.mark.parametrize(
     "how,why",
-    [
-        ("garbage", "neither a zip nor a tar"),
-        ("truncated", "neither a zip"),
-        ("bitflip", "(BadZipFile|error)"),
-        ("incomplete", "lacks STS.input.MSRvid.txt"),
-        ("altered", "STS.gs.MSRpar.txt is not the official file .its SHA-256"),
-    ],
-)
+    [("garbage", "neither a zip nor a tar"), ("truncated", "neither a zip"),
+     ("bitflip", "(BadZipFile|error)"), ("incomplete", "lacks STS.input.MSRvid.txt"),
+     ("altered", "STS.gs.MSRpar.txt is not the official file .its SHA-256")],
+)  # fmt: skip
 def test_bad_archive_raises_why_and_leaves_no_folder(
     mirror, tmp_path, offline, monkeypatch, how, why
 ):

@@ -15,21 +15,12 @@ from bertflow_mini.data.pairs import (
 )
 
 
-# fmt: skip
 @pytest.mark.parametrize(
     "alias,name",
-    [
-        ("STS-B", "STSB"),
-        ("stsb", "STSB"),
-        ("STSBenchmark", "STSB"),
-        ("SICK", "SICK-R"),
-        ("sickr", "SICK-R"),
-        ("SICK-R", "SICK-R"),
-        ("sts12", "STS12"),
-        ("STS2016", "STS16"),
-        ("sts-14", "STS14"),
-    ],
-)
+    [("STS-B", "STSB"), ("stsb", "STSB"), ("STSBenchmark", "STSB"), ("SICK", "SICK-R"),
+     ("sickr", "SICK-R"), ("SICK-R", "SICK-R"), ("sts12", "STS12"), ("STS2016", "STS16"),
+     ("sts-14", "STS14")],
+)  # fmt: skip
 def test_canonical_task(alias, name):
     assert canonical_task(alias) == name
 

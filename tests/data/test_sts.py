@@ -226,14 +226,11 @@ def test_max_pairs_can_be_bypassed_for_corpora(mirror, monkeypatch):
     assert len(load_sts("STSB", "train", capped=False)) == 5749
 
 
-# fmt: skip
 @pytest.mark.parametrize(
     "line,message",
-    [
-        ("3\tA\tB\t4\tMAYBE\n", "SICK_trial.txt:4: 'MAYBE' is not a SICK label"),
-        ("3\tA\tB\t4\n", "SICK_trial.txt:4: expected 5 tab-separated fields, got 4"),
-    ],
-)
+    [("3\tA\tB\t4\tMAYBE\n", "SICK_trial.txt:4: 'MAYBE' is not a SICK label"),
+     ("3\tA\tB\t4\n", "SICK_trial.txt:4: expected 5 tab-separated fields, got 4")],
+)  # fmt: skip
 def test_the_one_sick_parser_names_file_and_line(tmp_path, line, message):
     write_sick(tmp_path / "sick")
     path = tmp_path / "sick" / "SICK_trial.txt"
