@@ -36,7 +36,7 @@ EXECUTED := $(BUILD)/executed
 NOTEBOOKS ?= book/
 NBVAL = --nbval-lax -p no:randomly $(NOTEBOOKS)
 
-.PHONY: all install browser-deps cache book html editions student refresh test test-colab unit test-portability clean help
+.PHONY: all install browser-deps cache book html editions student refresh test test-colab unit lint lock test-portability clean help
 all: help
 help:
 	@echo "make book    - set up, execute the chapters into $(EXECUTED)/ (what changed), build the HTML book"
@@ -48,22 +48,32 @@ help:
 	@echo "make test-portability - the chapters' checks under other BLAS kernels and thread counts"
 	@echo "make test-colab - every chapter as a Colab reader runs it (wheel, bert-base's shape)"
 
-# Runtime pins (requirements.txt: what the committed outputs were made with) plus the package's
-# extras: `book` to build the book, and for `make test` also `test` and `bench`.
+# The package's extras (`book` to build the book; for `make test` also `test` and `bench`), every
+# package, transitive ones included, at its version in requirements.lock: the environment the
+# committed outputs were made with.
 define pip_install
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 	  echo "$(PY) is Python $$($(PY) -c 'import platform; print(platform.python_version())'); the pinned numpy, scipy and pandas need >= 3.11:"; \
 	  echo "  rm -rf $(VENV) && make $(MAKECMDGOALS) PYTHON=python3.11"; exit 1; }
-	$(PY) -m pip install -q -r requirements.txt -e ".[$(1)]"
+	$(PY) -m pip install -q -c requirements.lock -r requirements.txt -e ".[$(1)]"
 	touch $@
 endef
 install: $(VENV)/.installed-book
-$(VENV)/.installed-book: requirements.txt pyproject.toml
+$(VENV)/.installed-book: requirements.txt requirements.lock pyproject.toml
 	$(call pip_install,book)
 ALL_EXTRAS := book,test,bench
-$(VENV)/.installed-test: requirements.txt pyproject.toml
+$(VENV)/.installed-test: requirements.txt requirements.lock pyproject.toml
 	$(call pip_install,$(ALL_EXTRAS))
+
+# Re-resolve requirements.lock after changing a pin in requirements.txt or pyproject.toml: uv, for
+# Python 3.11.7 and torch's CPU build (as the outputs were made; "+cpu" dropped so that pip elsewhere
+# takes the platform's build of the same version).
+lock: $(VENV)/.installed-test
+	$(VENV)/bin/uv pip compile requirements.txt pyproject.toml --extra book --extra test --extra bench \
+	  --python-version 3.11.7 --extra-index-url https://download.pytorch.org/whl/cpu \
+	  --index-strategy unsafe-best-match --no-header -o requirements.lock
+	sed -i 's/^torch==\(.*\)+cpu$$/torch==\1/' requirements.lock
 
 # Debian's Chromium and ChromeDriver for the browser check (root can install them; others are told how).
 browser-deps:
@@ -127,12 +137,23 @@ define pytest
 	  || { rc=$$?; [ $$rc -eq 5 ] && echo 'pytest collected no tests (exit 5): $(1)'; exit $$rc; }
 endef
 
-# Unit tests first (fast failures), then the chapters through nbval, then the HTML book built with
-# warnings as errors and opened in headless Chromium (tests marked `html`). The Colab simulation
-# (every chapter from a wheel, on bert-base's exact shape) runs under `make test-colab`: it takes
-# longer than the rest of the suite together on two cores.
-test: $(VENV)/.installed-test browser-deps cache
-	$(call pytest,tests -m "not html and not colab")
+# The unit tests: every test but the HTML build, the chapters' runs and the Colab simulation. None
+# needs the model cache (tests/conftest.py gives each an empty one of its own).
+UNIT_MARKERS := not html and not notebook and not colab
+
+# The layers (import-linter's contracts in pyproject.toml) and the type hints (mypy).
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
+
+# Lint and unit tests first (fast failures, before pretraining), then the cache, the chapters through
+# nbval, then the HTML book built with warnings as errors and opened in headless Chromium (tests
+# marked `html`). The Colab simulation (every chapter from a wheel, on bert-base's exact shape) runs
+# under `make test-colab`: it takes longer than the rest of the suite together on two cores.
+test: lint $(VENV)/.installed-test browser-deps
+	$(call pytest,tests -m "$(UNIT_MARKERS)")
+	$(MAKE) --no-print-directory cache
+	$(call pytest,tests -m notebook)
 	$(call pytest,$(NBVAL))
 	$(call pytest,tests -m html)
 
@@ -191,7 +212,7 @@ test-portability: $(VENV)/.installed-test
 endif
 
 unit: $(VENV)/.installed-test
-	$(PY) -m pytest tests -m "not html and not notebook" $(PYTEST_ARGS)
+	$(call pytest,tests -m "$(UNIT_MARKERS)")
 
 clean:
 	rm -rf $(BUILD) .pytest_cache

@@ -1,7 +1,7 @@
 """bertflow_mini — the small, tested package behind the BERT-flow teaching book.
 
 One idea per module, in folders that are the layers of the pipeline (each imports only the layers
-before it; the import-graph test checks it)::
+before it; ``lint-imports`` checks it)::
 
     data/         1  STS12–16, STS-B, SICK-R, GloVe, the pretraining corpus, downloads
     postprocess/  1  whitening and the flow: maps fitted on vectors
@@ -9,7 +9,7 @@ before it; the import-graph test checks it)::
     evaluation/   3  STS scoring, the paper's table, bootstrap, published numbers, baselines
     geometry/     4  isotropy, frequency, degeneration, holes, neighbours, other similarities
     chapters/     5  set-up, figures and the experiments only one chapter needs
-    cli.py        6  ``python -m bertflow_mini pretrain|sts|reproduce|encode …``
+    cli/          6  ``python -m bertflow_mini pretrain|sts|reproduce|encode …``
 
 ``import bertflow_mini as bf`` gives the names the chapters and the README use (``bf.setup``,
 ``bf.load_encoder``, ``bf.Whitening``, …), each imported from its module on first use, so importing
@@ -66,7 +66,7 @@ _API: dict[str, str] = {
     "fit_flow": "bertflow_mini.postprocess.flow",
     # evaluation
     "spearman": "bertflow_mini.evaluation.sts",
-    "cosine_scores": "bertflow_mini.evaluation.sts",
+    "cosine_scores": "bertflow_mini.evaluation.vectors",
     "score_pairs": "bertflow_mini.evaluation.sts",
     "score_similarities": "bertflow_mini.evaluation.sts",
     "embed_task": "bertflow_mini.evaluation.reproduce",

@@ -26,8 +26,10 @@ def check_matrix(
     if x.shape[0] < min_rows:
         raise ValueError(f"{name} needs at least {min_rows} rows, got {x.shape[0]}")
     if not np.isfinite(x).all():
-        bad = int((~np.isfinite(x)).any(axis=1).sum())
-        raise ValueError(f"{name} contains NaN or infinity in {bad} row(s)")
+        bad = np.flatnonzero((~np.isfinite(x)).any(axis=1))
+        raise ValueError(
+            f"{name} contains NaN or infinity in {len(bad)} row(s), the first row {bad[0]}"
+        )
     return x if x.dtype.kind == "f" else x.astype(np.float64)
 
 

@@ -197,9 +197,8 @@ def colab_venv(out: Path, wheel: Path) -> Path:
     at start, as Colab's runtime does; returns its python."""
     python = wheel_venv(out, wheel)
     site = site_packages(python)
-    (site / "google" / "colab").mkdir(
-        parents=True
-    )  # a namespace package, as Colab's google is
+    # a namespace package, as Colab's google is
+    (site / "google" / "colab").mkdir(parents=True)
     (site / "google" / "colab" / "__init__.py").write_text(COLAB_STUB)
     spec = out / "share" / "jupyter" / "kernels" / KERNEL
     spec.mkdir(parents=True)
@@ -275,9 +274,8 @@ def run_chapter(
     report = cwd / f".colab-sim-{chapter.stem}.json"
     env = {**env, "COLAB_SIM_REPORT": str(report)}
     old = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = env[
-        "JUPYTER_PATH"
-    ]  # where the client looks the kernel up
+    # where the client looks the kernel up
+    os.environ["JUPYTER_PATH"] = env["JUPYTER_PATH"]
     try:
         client = NotebookClient(
             nb,

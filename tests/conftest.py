@@ -94,9 +94,8 @@ def save_tiny_bert(
     from transformers import BertConfig, BertModel
 
     config = BertConfig.from_pretrained(TOKENIZER_DIR)
-    assert (
-        config.vocab_size == 30522 and config.num_hidden_layers == 12
-    )  # really bert-base's config
+    # really bert-base's config
+    assert config.vocab_size == 30522 and config.num_hidden_layers == 12
     config.update(
         dict(
             hidden_size=hidden,
@@ -180,12 +179,12 @@ def mini_data(tmp_path_factory) -> Path:
     for f in sorted((DATA_DIR / "sts" / "STSBenchmark").glob("sts-*.csv")):
         write(root / "sts" / "STSBenchmark" / f.name, lines(f)[: MINI_PAIRS["stsb"]])
     for f in sorted((DATA_DIR / "sick").glob("SICK_*.txt")):
-        write(
-            root / "sick" / f.name, lines(f)[: MINI_PAIRS["sick"] + 1]
-        )  # + the header line
+        # + the header line
+        write(root / "sick" / f.name, lines(f)[: MINI_PAIRS["sick"] + 1])
+    # SentEval's subsets (the folders hold more, e.g. STS12's ALL)
     from bertflow_mini.data.pairs import (
         STS_SUBSETS,
-    )  # SentEval's subsets (the folders hold more, e.g. STS12's ALL)
+    )
 
     for year in STS_YEARS:
         prefix = "STS2016" if year == "STS16" else "STS"

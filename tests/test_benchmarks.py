@@ -55,9 +55,8 @@ def test_the_experiments_write_where_the_package_reads():
     }
     shipped_folder = REPO / "bertflow_mini" / "evaluation" / "results"
     for (name, constant), shipped in defaults.items():
-        assert (
-            Path(str(shipped)).resolve().parent == shipped_folder
-        )  # the checkout's package
+        # the checkout's package
+        assert Path(str(shipped)).resolve().parent == shipped_folder
         assert (
             getattr(load(name), constant).resolve() == Path(str(shipped)).resolve()
         ), (name, constant)
@@ -195,16 +194,14 @@ def test_scratch_bert_smoke(mini_data, monkeypatch, capsys, tmp_path):
         assert set(seed["last-avg"]) == {"none", "whitening", "flow"}
     from bertflow_mini.evaluation.controls import pretrain_seed_spread
 
-    sd, n = pretrain_seed_spread(
-        "last-avg", "whitening", "STSB", results
-    )  # the package reads what it wrote
+    # the package reads what it wrote
+    sd, n = pretrain_seed_spread("last-avg", "whitening", "STSB", results)
     scores = [s["last-avg"]["whitening"]["STSB"] for s in record["seeds"].values()]
     assert n == 2 and sd == pytest.approx(abs(scores[0] - scores[1]) / 2**0.5)
     with pytest.raises(SystemExit, match="no recipe field 'depth'"):
         load("scratch_bert").main(["--set", "depth=3"])
-    table = load("scratch_bert").compare_seed_files(
-        [str(results), str(results)]
-    )  # a file against itself
+    # a file against itself
+    table = load("scratch_bert").compare_seed_files([str(results), str(results)])
     assert (table["second - first"] == 0).all() and set(table["beyond the spread"]) == {
         "no"
     }
@@ -243,9 +240,8 @@ def test_controls_smoke(mini_data, monkeypatch, capsys, tmp_path, one_torch_thre
     assert "last-avg: Spearman x 100, mean ± sd over init seeds" in out
     bench.main(args)
     assert "('bert-tiny', 'hf', 0" in out
-    assert (
-        "('bert-tiny'" not in capsys.readouterr().out
-    )  # a rerun scores (and prints) no cell again
+    # a rerun scores (and prints) no cell again
+    assert "('bert-tiny'" not in capsys.readouterr().out
     bench.main(
         [
             "--baselines",
@@ -296,9 +292,8 @@ def test_scale_curve_smoke(mini_data, monkeypatch, capsys, tmp_path, one_torch_t
     bench.main(args)
     out = capsys.readouterr().out
     records = json.loads(results.read_text())["records"]
-    assert (
-        len(records) == 2 * 2 * 2 * 2
-    )  # run lengths x checkpoints x poolings x methods
+    # run lengths x checkpoints x poolings x methods
+    assert len(records) == 2 * 2 * 2 * 2
     assert {r["steps"] for r in records} == {4, 8} and {
         r["checkpoint"] for r in records
     } == {"pct-100", "pct-000"}

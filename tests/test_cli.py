@@ -45,9 +45,8 @@ def test_encode_fills_the_cache_for_every_sentence_of_each_task(
         f"tiny-bert STSB: {len(stsb)} sentences encoded (cached)",
         f"tiny-bert SICK-R: {len(sick)} sentences encoded (cached)",
     ]
-    assert (
-        len(list(cache_dir("embeddings").glob("tiny-bert-*.npy"))) == 2
-    )  # one entry per dataset
+    # one entry per dataset
+    assert len(list(cache_dir("embeddings").glob("tiny-bert-*.npy"))) == 2
 
     # Now every pooling of those sentences comes from the cache: the model never runs.
     enc = names.load_encoder("tiny-bert", device="cpu")
@@ -64,9 +63,8 @@ def test_encode_fills_the_cache_for_every_sentence_of_each_task(
         len(sick),
         enc.dim,
     )
-    with pytest.raises(
-        AssertionError, match="filled the cache"
-    ):  # a sentence it was not asked for
+    # a sentence it was not asked for
+    with pytest.raises(AssertionError, match="filled the cache"):
         models.encode(enc, stsb + ["a sentence in no dataset"], "cls", progress=False)
 
 

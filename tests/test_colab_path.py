@@ -92,9 +92,8 @@ def colab_edit(source: str, model: str = COLAB_MODEL) -> str:
             continue
         depth += (source[end] in "([{") - (source[end] in ")]}")
         end += 1
-    code = re.sub(
-        r"#[^\n]*", "", source[match.end() : end]
-    )  # the statement without comments
+    # the statement without comments
+    code = re.sub(r"#[^\n]*", "", source[match.end() : end])
     call = re.search(r"\b((?:[A-Za-z_]\w*\.)*setup)\(", code)  # setup( or bf.setup(
     line = f"MODEL = {call.group(1)}({model!r})" if call else f"MODEL = {model!r}"
     return source[: match.start()] + line + source[end:]
@@ -265,9 +264,8 @@ def test_reproduce_with_bert_base_matches_an_independent_computation(
     for method, row in result["mean"].items():
         assert list(row) == ["STSB", "STS12", "Avg."], method
         assert row["Avg."] == pytest.approx((row["STSB"] + row["STS12"]) / 2, abs=1e-9)
-        assert all(
-            v == 0 for v in result["std"][method].values()
-        )  # one seed: no spread
+        # one seed: no spread
+        assert all(v == 0 for v in result["std"][method].values())
 
     # The raw row: cosine of first-last averages, Spearman against the gold scores (scipy), computed
     # here from the model folder and the raw files. STS12 is the subset-size-weighted mean (wmean).
@@ -349,9 +347,8 @@ def declared(requirements: list[str]) -> set[str]:
 def test_declared_dependencies_cover_every_import_of_the_package():
     core = declared(PYPROJECT["project"]["dependencies"])
     book = declared(PYPROJECT["project"]["optional-dependencies"]["book"])
-    distributions = (
-        importlib.metadata.packages_distributions()
-    )  # import name -> installed distributions
+    # import name -> installed distributions
+    distributions = importlib.metadata.packages_distributions()
     missing, used = [], set()
     for module in sorted((REPO / "bertflow_mini").rglob("*.py")):
         allowed = core | book if module.stem in BOOK_TOOLS else core
@@ -499,9 +496,8 @@ def test_every_chapter_runs_top_to_bottom_as_a_colab_reader_with_bert_base(
     work = tmp_path / "work"
     work.mkdir()
     try:
-        nb, report = run_chapter(
-            chapter, work, env, timeout=CELL_TIMEOUT_S
-        )  # a copy: book/ is never written
+        # a copy: book/ is never written
+        nb, report = run_chapter(chapter, work, env, timeout=CELL_TIMEOUT_S)
     except (CellExecutionError, CellTimeoutError) as err:
         lines = str(err).strip().splitlines()
         what = (

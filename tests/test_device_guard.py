@@ -122,9 +122,8 @@ class DeviceScan(ast.NodeVisitor):
     """Walks a chapter's cells in order; collects :class:`Finding` s (see the module's docstring)."""
 
     def __init__(self) -> None:
-        self.on_device: set[str] = (
-            set()
-        )  # names of models that may be on CUDA, or parts of them
+        # names of models that may be on CUDA, or parts of them
+        self.on_device: set[str] = set()
         self.on_cpu: set[str] = set()  # names of tensors made on the CPU
         self.findings: list[Finding] = []
         self.cell, self.source = 0, ""
@@ -175,9 +174,8 @@ class DeviceScan(ast.NodeVisitor):
             if (factory or tokenized) and "device" not in keywords:
                 return not self._moved(node)
             if isinstance(node.func, ast.Attribute) and _callee(node) not in TO_DEVICE:
-                return self.is_cpu_tensor(node.func.value) and not self._moved(
-                    node
-                )  # h.double(), …
+                # h.double(), …
+                return self.is_cpu_tensor(node.func.value) and not self._moved(node)
         if isinstance(node, ast.Attribute | ast.Subscript):
             return self.is_cpu_tensor(node.value)
         if isinstance(node, ast.BinOp):

@@ -67,9 +67,8 @@ def flow_blocks(draw) -> tuple[torch.nn.Module, int]:
         with torch.no_grad():
             for p in block.parameters():
                 p.add_(0.2 * torch.randn_like(p))
-    for m in (
-        block.modules()
-    ):  # parameters set by hand: no data-dependent init may overwrite them
+    # parameters set by hand: no data-dependent init may overwrite them
+    for m in block.modules():
         if isinstance(m, ActNorm):
             m.initialized.fill_(True)
             m._ready = True
@@ -109,9 +108,8 @@ def test_flow_blocks_are_invertible_with_autograd_log_dets(
     torch.testing.assert_close(
         back, x, atol=1e-7 * (1 + x.abs().max().item()), rtol=1e-7
     )
-    if (
-        inverse_logdet is not None
-    ):  # an inverse that reports its log-det must cancel the forward one
+    # an inverse that reports its log-det must cancel the forward one
+    if inverse_logdet is not None:
         torch.testing.assert_close(inverse_logdet, -logdet, atol=1e-8, rtol=1e-8)
     for i, jac in enumerate(jacobians):
         sign, logabsdet = torch.linalg.slogdet(jac)
@@ -183,6 +181,7 @@ def test_wmean_and_all_match_scipy(data):
     labels = [
         [f"s{i}" for i, size in enumerate(sizes) for _ in range(size)][j] for j in order
     ]
+    # ties, 0–5
     gold = (
         np.array(
             data.draw(
@@ -190,7 +189,7 @@ def test_wmean_and_all_match_scipy(data):
             )
         )
         / 2
-    )  # ties, 0–5
+    )
     # Distinct cosines (gaps of 1.8 / n, far above rounding), so every method ranks them alike.
     cos = (
         -0.9
@@ -203,9 +202,8 @@ def test_wmean_and_all_match_scipy(data):
         )
     )
     labels_arr = np.array(labels)
-    assume(
-        all(np.ptp(gold[labels_arr == s]) > 0 for s in set(labels))
-    )  # Spearman needs varying gold
+    # Spearman needs varying gold
+    assume(all(np.ptp(gold[labels_arr == s]) > 0 for s in set(labels)))
 
     left = np.stack([np.ones(n), np.zeros(n)], axis=1) * lengths[:n, None]
     right = np.stack([cos, np.sqrt(1 - cos**2)], axis=1) * lengths[n:, None]

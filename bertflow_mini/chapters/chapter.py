@@ -195,8 +195,9 @@ def glue(name: str, value: object, display: bool = True) -> None:
         if display:
             try:
                 from IPython.display import display as show
-            except ImportError:  # plain Python
-                show = print
+            # plain Python
+            except ImportError:
+                show = print  # type: ignore[assignment]
             show(value)
         return
     myst_glue(name, value, display=display)

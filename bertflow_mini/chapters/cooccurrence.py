@@ -19,6 +19,7 @@ import pandas as pd
 
 from bertflow_mini._checks import check_matrix
 from bertflow_mini.chapters.pmi import counts_matrix, pmi_matrix
+from bertflow_mini.evaluation.vectors import cosine_neighbours
 
 
 def simple_words(sentence: str) -> list[str]:
@@ -62,9 +63,8 @@ def cooccurrence(
     centre, context = [], []
     for doc in docs:
         ids = np.array([index[w] for w in doc if w in index], dtype=np.int64)
-        for offset in range(
-            1, window + 1
-        ):  # both directions: pairs (i, i+offset) and (i+offset, i)
+        # both directions: pairs (i, i+offset) and (i+offset, i)
+        for offset in range(1, window + 1):
             centre += [ids[:-offset], ids[offset:]]
             context += [ids[offset:], ids[:-offset]]
     counts = counts_matrix(
@@ -82,11 +82,8 @@ def nearest_words(
         raise ValueError(f"{len(vocab)} words but {len(X)} vectors")
     if word not in vocab:
         raise ValueError(f"{word!r} is not in the vocabulary")
-    X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
-    q = list(vocab).index(word)
-    sims = X @ X[q]
-    sims[q] = -np.inf
-    return [vocab[j] for j in np.argsort(-sims, kind="stable")[:k]]
+    nearest = cosine_neighbours(X, [list(vocab).index(word)], k)[0]
+    return [vocab[j] for j in nearest]
 
 
 def neighbour_table(

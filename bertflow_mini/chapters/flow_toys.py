@@ -58,7 +58,7 @@ def randomize(
             )
     for m in module.modules():
         if isinstance(m, ActNorm):
-            m.initialized.fill_(True)
+            m.initialized.fill_(True)  # type: ignore[operator]
             m._ready = True
     return module
 
@@ -70,7 +70,7 @@ def check_block(block: torch.nn.Module, x: torch.Tensor) -> dict[str, float]:
     x = x.double().to(_device(block))
     with torch.no_grad():
         y, logdet = block(x)
-        back, inverse_logdet = block.inverse(y)
+        back, inverse_logdet = block.inverse(y)  # type: ignore[operator]
     brute = torch.stack(
         [
             torch.linalg.slogdet(jacobian(lambda v: block(v[None])[0][0], v))[1]
@@ -93,10 +93,11 @@ def excite_coupling(
     The network's hidden weights and its shift ``t`` are drawn from ``seed`` alone, so an additive and
     an affine coupling excited with the same seed on the same ``x`` shift by the same ``t(x₁)``; the
     affine one's log-scale outputs get a second, independent draw."""
+    # drawn on the CPU, on any device
     net, generator = (
         coupling.net,
         torch.Generator().manual_seed(seed),
-    )  # drawn on the CPU, on any device
+    )
     with torch.no_grad():
         for fc in (net.fc1, net.fc2):  # CouplingNet's own initialiser
             fc.weight.copy_(
@@ -123,7 +124,7 @@ def excite_coupling(
 
 def steps_per_coordinate(glow: Glow) -> np.ndarray:
     """How many flow steps each latent coordinate passes through before it is factored out."""
-    depth = len(glow.levels[0])
+    depth = len(glow.levels[0])  # type: ignore[arg-type]
     steps = np.zeros(glow.dim, dtype=int)
     for level, d in enumerate(glow.dims):
         leaves_at = glow.dims[level + 1] if level + 1 < len(glow.dims) else 0

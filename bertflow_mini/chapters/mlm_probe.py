@@ -120,7 +120,7 @@ class Contexts:
 
 def _trigrams(seqs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
     """(left, middle, right, sequence, position) of every inner token of every sequence."""
-    parts = [[], [], [], [], []]
+    parts: list[list] = [[], [], [], [], []]
     for n, s in enumerate(seqs):
         s = np.asarray(s, dtype=np.int64)
         if len(s) < 3:
@@ -165,9 +165,8 @@ def _located(
     by_key = np.argsort(chosen)
     slot = np.clip(np.searchsorted(chosen[by_key], key), 0, len(chosen) - 1)
     hit = chosen[by_key][slot] == key
-    rows = by_key[
-        slot[hit]
-    ]  # the context index of every trigram that has a chosen context
+    # the context index of every trigram that has a chosen context
+    rows = by_key[slot[hit]]
     counts = np.zeros((len(chosen), vocab_size), dtype=np.int64)
     np.add.at(counts, (rows, mid[hit]), 1)
     where = np.stack([seq[hit], pos[hit]], axis=1)
@@ -183,9 +182,8 @@ class ContextLogits:
     """The MLM at a [MASK] in each context, averaged over (up to ``per_context``) occurrences."""
 
     mean_logits: np.ndarray  # (n_contexts, vocab): mean over occurrences of the logits
-    log_mixture: (
-        np.ndarray
-    )  # (n_contexts, vocab): log of the mean predicted probability
+    # (n_contexts, vocab): log of the mean predicted probability
+    log_mixture: np.ndarray
     cos_mask_vs_pooled: (
         float  # mean cosine of h_c at the [MASK] and the sentence's mean-pooled vector
     )
@@ -251,12 +249,12 @@ def context_logits(
             seen[k] += 1
     if (seen == 0).any():
         raise ValueError("a context has no occurrence")
-    h_all, pooled_all = np.concatenate(at_mask), np.concatenate(pooled_all)
-    other = np.roll(pooled_all, len(jobs) // 2, axis=0)
+    h_all, pooled = np.concatenate(at_mask), np.concatenate(pooled_all)
+    other = np.roll(pooled, len(jobs) // 2, axis=0)
     return ContextLogits(
         sums / seen[:, None],
         mix - np.log(seen)[:, None],
-        float((h_all * pooled_all).sum(1).mean()),
+        float((h_all * pooled).sum(1).mean()),
         float((h_all * other).sum(1).mean()),
         len(jobs),
     )
@@ -314,5 +312,5 @@ def training_sequences(recipe=None, *, cache: bool = True) -> list[np.ndarray]:
     if cache:
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as f:
-                np.savez(f, **dict(zip(("flat", "offsets"), _pack(seqs))))
+                np.savez(f, **dict(zip(("flat", "offsets"), _pack(seqs))))  # type: ignore[arg-type]
     return seqs

@@ -11,6 +11,7 @@ import pandas as pd
 import seaborn as sns
 
 #: One colour per role, used consistently across chapters.
+# seen / unseen: tokens the corpus does / does not hold
 COLORS = {
     "raw": "#c44e52",
     "flow": "#4c72b0",
@@ -19,7 +20,7 @@ COLORS = {
     "gold": "#937860",
     "seen": "#64b5cd",
     "unseen": "#dd8452",
-}  # seen / unseen: tokens the corpus does / does not hold
+}
 
 
 def set_style() -> None:

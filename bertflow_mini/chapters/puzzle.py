@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,8 @@ from bertflow_mini.data import STSPairs
 from bertflow_mini.encoders.encoder import Encoder, encode, ordered_batches
 from bertflow_mini.encoders.pooling import LAYER_COMBINES, TOKEN_POOLINGS, parse_pooling
 from bertflow_mini.evaluation.entailment import auc
-from bertflow_mini.evaluation.sts import cosine_scores, score_pairs, spearman
+from bertflow_mini.evaluation.sts import score_pairs, spearman
+from bertflow_mini.evaluation.vectors import cosine_scores
 
 
 def random_pairs(n_items: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -265,7 +267,7 @@ def cosine_by_stage(
             f"zero: unknown parts {sorted(unknown)}; known: {list(EMBEDDING_PARTS)}"
         )
     emb = getattr(encoder.model, "embeddings", None)
-    tables = {
+    tables: dict[str, Any] = {
         "word": getattr(emb, "word_embeddings", None),
         "position": getattr(emb, "position_embeddings", None),
         "token type": getattr(emb, "token_type_embeddings", None),

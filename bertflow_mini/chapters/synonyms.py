@@ -25,9 +25,8 @@ from bertflow_mini.data.corpus import WORDNET_FILES, _open_text
 from bertflow_mini.data.layout import data_root
 
 _WORD = re.compile(r"[A-Za-z]+")
-_ADJ_MARKER = re.compile(
-    r"\([a-z]+\)$"
-)  # "galore(ip)": a syntactic marker on some adjectives
+# "galore(ip)": a syntactic marker on some adjectives
+_ADJ_MARKER = re.compile(r"\([a-z]+\)$")
 
 
 def parse_synset_line(line: str) -> list[str]:
@@ -261,9 +260,8 @@ def gap_correlation(
         )
     names, cluster = np.unique(pairs, return_inverse=True)
     k = len(names)
-    if (
-        k < 4
-    ):  # too few clusters to resample or to take Fisher's interval of: no interval
+    # too few clusters to resample or to take Fisher's interval of: no interval
+    if k < 4:
         rho = spearmanr(x, y).statistic if len(x) > 1 else np.nan
         return GapCorrelation(float(rho), len(x), k, np.nan, np.nan, np.nan, np.nan)
     members = [np.flatnonzero(cluster == c) for c in range(k)]

@@ -161,9 +161,8 @@ def sts_sentences() -> list[str]:
 
     seen: dict[str, None] = {}
     for task in TASKS:
-        seen.update(
-            dict.fromkeys(task_sentences(task, capped=False))
-        )  # a quick run's cap never trains a model
+        # a quick run's cap never trains a model
+        seen.update(dict.fromkeys(task_sentences(task, capped=False)))
     return list(seen)
 
 

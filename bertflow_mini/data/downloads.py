@@ -72,16 +72,16 @@ def hub_download(repo: str, revision: str, file: str) -> Path:
 
     target = cache_dir("data") / "hub"
     kwargs = dict(repo_type="dataset", revision=revision, cache_dir=target)
-    try:  # already downloaded: no network at all
-        return Path(hf_hub_download(repo, file, local_files_only=True, **kwargs))
-    except (
-        FileNotFoundError
-    ):  # huggingface_hub's LocalEntryNotFoundError, every version since 0.19
+    # already downloaded: no network at all
+    try:
+        return Path(hf_hub_download(repo, file, local_files_only=True, **kwargs))  # type: ignore[call-overload]
+    # huggingface_hub's LocalEntryNotFoundError, every version since 0.19
+    except FileNotFoundError:
         pass
     if not hub_reachable():
         url = hub_file_url(repo, revision, file)
         raise OSError(f"the hub is unreachable, so {url} could not be downloaded")
-    return Path(hf_hub_download(repo, file, **kwargs))
+    return Path(hf_hub_download(repo, file, **kwargs))  # type: ignore[call-overload]
 
 
 # --------------------------------------------------------------------------------------------
@@ -166,9 +166,8 @@ def download(url: str, into: Path, known_hash: str | None = None) -> Path:
         downloader = pooch.HTTPDownloader(progressbar=True, timeout=60)
     logger = pooch.get_logger()
     level = logger.level
-    logger.setLevel(
-        "WARNING"
-    )  # not pooch's advice to pin a hash: the files are checked instead
+    # not pooch's advice to pin a hash: the files are checked instead
+    logger.setLevel("WARNING")
     try:
         path = pooch.retrieve(
             url, known_hash, fname=name, path=into, downloader=downloader
@@ -196,10 +195,9 @@ def unpack(archive: Path, into: Path, members: tuple[str, ...] | None = None) ->
             chosen = tf.getmembers()  # reads the whole archive: truncation fails here
             if members is not None:
                 chosen = [m for m in chosen if m.name in members]
+            # "data": no links or paths out of `into`
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            tf.extractall(
-                into, members=chosen, **safe
-            )  # "data": no links or paths out of `into`
+            tf.extractall(into, members=chosen, **safe)  # type: ignore[arg-type]
     else:
         raise ValueError(
             f"{archive.name} is neither a zip nor a tar archive (damaged or not an archive)"

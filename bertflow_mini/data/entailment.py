@@ -74,9 +74,8 @@ def sick_from_hub(split: str) -> list[tuple[str, str, float, str]]:
     rows = []
     for i, (a, b, score, label) in enumerate(zip(*cols.values())):
         if isinstance(label, int) and 0 <= label < len(SICK_LABELS):
-            label = SICK_LABELS[
-                label
-            ]  # the old script's ClassLabel: entailment, neutral, …
+            # the old script's ClassLabel: entailment, neutral, …
+            label = SICK_LABELS[label]
         if str(label).upper() not in SICK_LABELS:
             raise ValueError(
                 f"{path}: row {i}: {label!r} is not a SICK label {SICK_LABELS}"
@@ -112,9 +111,8 @@ def load_sick_entailment(
             _hub_failed("SICK-R", hub_copies.SICK_HUB[0], err)
     if rows is None:
         rows = read_sick(sick_path(split, root))
-    n = (
-        max_pairs()
-    )  # $BERTFLOW_MAX_PAIRS: the same first pairs that load_sts("SICK-R", split) keeps
+    # $BERTFLOW_MAX_PAIRS: the same first pairs that load_sts("SICK-R", split) keeps
+    n = max_pairs()
     first, second = [r[0] for r in rows[:n]], [r[1] for r in rows[:n]]
     labels = np.asarray([int(r[3] == "ENTAILMENT") for r in rows[:n]])
     return LabelledPairs(f"SICK-E/{split}", first, second, labels)
@@ -159,11 +157,12 @@ def qnli_from_hub(split: str) -> tuple[list[str], list[str], list[int]]:
         raise ValueError(
             f"{path}: expected {rows} rows labelled 0/1, got {len(cols['label'])}"
         )
+    # 0 = entailment
     return (
         cols["q"],
         cols["s"],
         [int(label == 0) for label in cols["label"]],
-    )  # 0 = entailment
+    )
 
 
 def load_qnli(split: str = "dev", root: str | Path | None = None) -> LabelledPairs:

@@ -47,9 +47,8 @@ class GloVe:
         if not self.index:
             self.index = {}
             for i, w in enumerate(self.words):
-                self.index.setdefault(
-                    w, i
-                )  # a repeated word keeps its first (most frequent) row
+                # a repeated word keeps its first (most frequent) row
+                self.index.setdefault(w, i)
 
     @property
     def dim(self) -> int:
@@ -109,9 +108,8 @@ def verify_glove_50d(path: Path) -> None:
 def glove_source(dim: int) -> Source:
     """The ``dim`` member of Stanford's zip as a target of the layout (checked for 50-d)."""
     name = f"glove.6B.{dim}d.txt"
-    check = (
-        verify_glove_50d if dim == 50 else (lambda path: None)
-    )  # only 50-d can be checked
+    # only 50-d can be checked
+    check = verify_glove_50d if dim == 50 else (lambda path: None)
     return Source(
         f"glove/{name}", (), (Route(("GloVe",), name, members=(name,)),), check
     )
@@ -160,9 +158,8 @@ def find_glove(dim: int) -> Path:
 def _parse_numbers(rests: list[str], dim: int, path: Path) -> np.ndarray:
     """Parse the number columns of all lines at C speed; on failure, name the first bad line."""
     with warnings.catch_warnings():
-        warnings.simplefilter(
-            "error", DeprecationWarning
-        )  # NumPy warns on text it cannot read
+        # NumPy warns on text it cannot read
+        warnings.simplefilter("error", DeprecationWarning)
         try:
             flat = np.fromstring(" ".join(rests), dtype=np.float32, sep=" ")
         except (ValueError, DeprecationWarning):
@@ -176,9 +173,8 @@ def _parse_numbers(rests: list[str], dim: int, path: Path) -> np.ndarray:
                     raise ValueError(
                         f"{path}:{number}: {token!r} is not a number"
                     ) from None
-        raise ValueError(
-            f"{path}: could not parse the vectors"
-        )  # not reached for float() text
+        # not reached for float() text
+        raise ValueError(f"{path}: could not parse the vectors")
     vectors = flat.reshape(len(rests), dim)
     finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():

@@ -198,18 +198,16 @@ def numbered_lines(path: Path, key: str) -> list[tuple[int, str]]:
         )
     raw = path.read_bytes()
     try:
-        text = raw.decode(
-            "utf-8"
-        )  # every official file is valid UTF-8 (checked on the mirror)
+        # every official file is valid UTF-8 (checked on the mirror)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         line = raw[: err.start].count(b"\n") + 1
         raise ValueError(
             f"{path}:{line}: not valid UTF-8 ({err.reason} at byte {err.start}); "
             f"the file is damaged or not one of the official files"
         ) from None
-    lines = (
-        text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    )  # as text mode reads them
+    # as text mode reads them
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines[-1] == "":
         lines.pop()  # the final newline ends the last line; it does not start another
     return list(enumerate(lines, start=1))

@@ -35,9 +35,8 @@ SPLITS: dict[str, tuple[str, ...]] = {
     "STSB": ("train", "dev", "test"),
     "SICK-R": ("train", "trial", "test"),
 }
-_SCORE_RANGE: dict[str, tuple[float, float]] = {
-    "SICK-R": (1.0, 5.0)
-}  # every STS task: 0–5
+# every STS task: 0–5
+_SCORE_RANGE: dict[str, tuple[float, float]] = {"SICK-R": (1.0, 5.0)}
 
 
 @dataclass(frozen=True)
@@ -49,9 +48,8 @@ class STSPairs:
     sent1: list[str]
     sent2: list[str]
     scores: np.ndarray  # float64 gold scores (0–5 for STS, 1–5 for SICK)
-    subsets: list[
-        str
-    ]  # per pair: subset name ("MSRpar", …); for STSB/SICK-R the split name
+    # per pair: subset name ("MSRpar", …); for STSB/SICK-R the split name
+    subsets: list[str]
 
     def __post_init__(self) -> None:
         n = len(self.sent1)

@@ -1,6 +1,7 @@
 """Layer 3 — evaluation: scoring sentence vectors against human judgements.
 
-``sts``         cosine scores, Spearman, ``wmean`` and ``all`` aggregation
+``vectors``     unit rows, cosine, k-NN: the one home of the vector primitives (a zero row raises)
+``sts``         Spearman against the gold scores, ``wmean`` and ``all`` aggregation
 ``methods``     the table's method names (``flow``, ``whitening-256``, ``simcse+flow``, …) → post-processors
 ``reproduce``   the paper's STS table, end to end (encoder → post-processor → score)
 ``bootstrap``   is a difference between two STS scores real? a paired bootstrap

@@ -1,41 +1,10 @@
-"""What pretraining earns: a pretrained model's score minus its random-initialisation
-control.
+"""What pretraining earns: a pretrained model's STS score minus its random-initialisation control,
+one tidy table the chapters share (a row per checkpoint, pooling, method and dataset, + ``Avg.``).
 
-One table the chapters share, one row per (checkpoint, pooling, method, dataset),
-tidy:
-
-``earned(MODEL)`` gives
-
-* for ``bert-base-uncased`` (:data:`~bertflow_mini.encoders.names.PAPER_MODEL`): the
-  **published** pretrained rows (Li et al. 2020, Table 2 — raw last-avg and
-  first-last-avg, which BERT-flow calls "last2avg", and the flow fitted on the
-  target; Su et al. 2021 — whitening fitted on the target) minus **our** random-init
-  bert-base (the same 12 × 768 shape and pooling, Hugging Face's initialiser or, with
-  ``init="trunc"``, Google's, init seeds 0, 1, 2: mean, and the seed spread as
-  ``control_sd``). The published rows come from the papers' own harness (SentEval,
-  their fits); ours is :mod:`bertflow_mini.evaluation.reproduce` with the
-  post-processor fitted on the target dataset's own sentences (``fit="target"``). No
-  paired bootstrap is possible: the papers' per-pair similarities are not published;
-  :func:`~bertflow_mini.evaluation.harness.beyond_harness` says which margins exceed
-  the papers' own disagreement on the same configuration. The control numbers are the
-  shipped measurements (:mod:`bertflow_mini.evaluation.measured`; encoding 7 datasets
-  with bert-base three times takes hours on two CPU cores); ``live=True`` computes
-  them.
-* for any other model — ``scratch-bert``: each checkpoint along training (``@25``,
-  ``@50``, the 100 % model) minus ``scratch-bert@0``, **both sides ours**, computed
-  live (embeddings are cached), with a paired bootstrap over the test pairs
-  (:mod:`bertflow_mini.evaluation.bootstrap`): ``low`` / ``high`` is the 95 %
-  percentile interval of the difference. For the 100 % checkpoint the
-  pretraining-seed spread is added (``pretrained_sd``, STS-B and the 7-dataset mean
-  only), and for every model of a shape the controls measured, that shape's init-seed
-  spread (``control_sd``).
-
-The ``Avg.`` rows are the mean over the datasets asked for; their interval averages
-each draw's per-dataset differences (the datasets' pairs are drawn independently).
-
-How far the papers' harnesses disagree is :mod:`bertflow_mini.evaluation.harness`;
-the scale curve's gaps, :mod:`bertflow_mini.evaluation.scale`; the figures,
-:mod:`bertflow_mini.chapters.plotting`.
+For ``bert-base-uncased`` the pretrained side is the papers' published rows and the control is ours
+(init seeds 0–2, shipped in :mod:`~bertflow_mini.evaluation.measured`; ``live=True`` recomputes it),
+so there is no paired bootstrap; for any other model (``scratch-bert``) both sides are ours and a
+paired bootstrap over the test pairs (:mod:`~bertflow_mini.evaluation.bootstrap`) gives the interval.
 """
 
 from __future__ import annotations
@@ -90,6 +59,8 @@ def _file_name(source: Source) -> str:
 
 def _published_score(pooling: str, method: str, task: str) -> tuple[float, str] | None:
     paper = _PAPERS.get(method)
+    if paper is None:
+        return None
     fit = "-" if method == "none" else "target"
     entry = PUBLISHED.get((paper, "bert-base-uncased", pooling, method, fit))
     if entry is None:
@@ -151,7 +122,8 @@ def earned_published(
     NaN (``live=True`` computes every control cell instead)."""
     if init not in INITS:
         raise ValueError(f"init={init!r}: one of {sorted(INITS)}")
-    rows, cache = [], {}
+    rows: list[dict] = []
+    cache: dict = {}
     control_name = "bert-base-uncased@0" + ("-trunc" if init == "trunc" else "")
     for pooling in poolings:
         for method in methods:
@@ -248,9 +220,8 @@ def earned_live(
     from bertflow_mini.evaluation.reproduce import Evaluation
 
     control = control or control_of(model)
-    if (
-        checkpoints is None
-    ):  # the last is the model itself, under its own name (its cached embeddings)
+    # the last is the model itself, under its own name (its cached embeddings)
+    if checkpoints is None:
         along = [
             (label, name)
             for label, name in checkpoints_along_training(model)
@@ -286,8 +257,8 @@ def earned_live(
                     for i, t in enumerate(tasks)
                 }
                 if len(tasks) > 1:
-                    scores["Avg."] = tuple(
-                        np.mean([v[k] for v in scores.values()], axis=0)
+                    scores["Avg."] = tuple(  # type: ignore[assignment]
+                        np.mean([v[k] for v in scores.values()], axis=0)  # type: ignore[arg-type]
                         for k in range(3)
                     )
                 for task, (a, b, diffs) in scores.items():
@@ -355,9 +326,8 @@ def earned(
 
     if short_name(model) == "bert-base-uncased":
         keep = {k: v for k, v in options.items() if k in ("seeds", "controls", "init")}
-        if (
-            live is None
-        ):  # the committed file where there is one (a clone), else live (Colab)
+        # the committed file where there is one (a clone), else live (Colab)
+        if live is None:
             live = not is_file(keep.get("controls", CONTROLS_FILE))
         return earned_published(tasks, poolings, methods, live=live, **keep)
     return earned_live(model, tasks, poolings, methods, **options)

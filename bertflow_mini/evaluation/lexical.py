@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -105,7 +106,9 @@ def document_idf(
 def idf_weights(sentences: Sequence[str]) -> dict[str, float]:
     """Inverse document frequency of each word over ``sentences`` (each sentence a document):
     ``log((1 + N) / (1 + df)) + 1``, the smoothed form (never 0, defined for every word seen)."""
-    return document_idf([word_set(s) for s in sentences], plus_one=True)
+    return cast(
+        dict[str, float], document_idf([word_set(s) for s in sentences], plus_one=True)
+    )
 
 
 def idf_overlap(
@@ -154,7 +157,7 @@ def random_token_vectors(ids: Sequence[int], dim: int, seed: int = 0) -> np.ndar
     return out
 
 
-def bag_of_vectors(ids: Sequence[Sequence[int]], table) -> np.ndarray:
+def bag_of_vectors(ids: Sequence[Sequence[int] | np.ndarray], table) -> np.ndarray:
     """Each sentence's mean of ``table`` rows over its token ids: ``table`` is an ``(vocab, d)`` array
     (a network's input-embedding matrix) or a callable ``ids -> (len(ids), d)`` (e.g.
     :func:`random_token_vectors`). A sentence with no tokens is the zero vector."""

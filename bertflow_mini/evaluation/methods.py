@@ -51,13 +51,14 @@ POSTPROCESSORS: dict[str, Callable[[int | None, int, bool], PostProcessor | None
 }
 #: Methods whose fit depends on the seed (the others are closed-form): only these get several seeds.
 STOCHASTIC = {"flow"}
+# the paper's, for bert-base (768-d)
 METHODS = (
     "none",
     "flow",
     "whitening",
     "whitening-256",
     "abtt",
-)  # the paper's, for bert-base (768-d)
+)
 
 
 def parse_method(method: str) -> tuple[str, int | None]:

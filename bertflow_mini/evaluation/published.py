@@ -159,6 +159,16 @@ TABLE5_STSB: dict[str, float] = {
     "BERT-base-flow (target)": 65.62,
 }
 
+#: Table 1 of Li et al. 2020 (bert-base, Wikipedia counts), per frequency-rank bucket: the mean ℓ2
+#: norm, then the mean k-NN ℓ2 distance (k = 3, 5, 7), then the mean k-NN dot product (k = 3, 5, 7);
+#: the paper gives no bucket sizes. :func:`bertflow_mini.geometry.frequency.published_table1` shapes it.
+LI_TABLE1: dict[str, tuple[float, ...]] = {
+    "[0,100)": (0.95, 0.77, 0.83, 0.87, 0.73, 0.73, 0.72),
+    "[100,500)": (1.04, 0.93, 0.99, 1.04, 0.92, 0.91, 0.90),
+    "[500,5K)": (1.22, 1.16, 1.22, 1.26, 1.20, 1.19, 1.17),
+    "[5K,…)": (1.45, 1.30, 1.34, 1.37, 1.63, 1.61, 1.60),
+}
+
 #: The flow's configuration where Li et al. 2020's text and their code differ: setting ->
 #: (the paper, the authors' code). The paper: Table 7 (levels) and section 3 (a random
 #: permutation). The code (github.com/bohanli/BERT-flow): run_siamese.py's default
@@ -177,7 +187,7 @@ def published_table(model: str | None = None, paper: str | None = None) -> pd.Da
     for (pap, mod, pooling, method, fit), (agg, scores) in PUBLISHED.items():
         if (model and mod != model) or (paper and pap != paper):
             continue
-        row = {
+        row: dict[str, str | float] = {
             "paper": pap,
             "model": mod,
             "pooling": pooling,

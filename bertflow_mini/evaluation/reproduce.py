@@ -41,7 +41,9 @@ from bertflow_mini.evaluation.sts import (
     Embedded,
     STSResult,
     cosine_after,
+    results_table,
     score_similarities,
+    with_average,
 )
 
 __all__ = [
@@ -57,9 +59,8 @@ __all__ = [
 FIT_CHOICES = ("target", "train", "other")
 #: The datasets with a training split: ``fit="train"`` falls back on them, ``fit="other"`` uses them.
 TRAIN_SETS = ("STSB", "SICK-R")
-TEST_ONLY = tuple(
-    t for t in TASKS if t not in TRAIN_SETS
-)  # STS12-16: a test split only
+# STS12-16: a test split only
+TEST_ONLY = tuple(t for t in TASKS if t not in TRAIN_SETS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,7 +296,8 @@ def rows_table(
                 for seed in range(runs)
             ]
         )
-        scores = np.column_stack([scores, scores.mean(1)])  # the Avg. column, per seed
+        # the Avg. column per seed, so that its sd is the spread of the seeds' averages
+        scores = np.column_stack([scores, scores.mean(1)])
         means[label] = scores.mean(0)
         stds[label] = scores.std(0, ddof=1) if runs > 1 else np.zeros(scores.shape[1])
     cols = tasks + ["Avg."]
@@ -327,15 +329,13 @@ def word_overlap_row(
     """The no-model control: Jaccard word overlap (:func:`bertflow_mini.evaluation.sts.word_overlap`) per task, + ``Avg.``."""
     from bertflow_mini.evaluation.sts import word_overlap
 
-    row = {}
+    results = []
     for task in (canonical_task(t) for t in tasks):
         pairs = load_sts(task, "test")
-        row[task] = getattr(
-            score_similarities(pairs, word_overlap(pairs.sent1, pairs.sent2)),
-            aggregation,
+        results.append(
+            score_similarities(pairs, word_overlap(pairs.sent1, pairs.sent2))
         )
-    row["Avg."] = float(np.mean(list(row.values())))
-    return pd.DataFrame([row], index=["word overlap (no model)"])
+    return results_table(results, aggregation, "word overlap (no model)")
 
 
 def published_rows(
@@ -358,6 +358,4 @@ def published_rows(
         + ")"
     )
     out = table.set_index(label)
-    out = out[[c for c in cols if c in COLUMNS]]
-    out["Avg."] = out.mean(axis=1)
-    return out
+    return with_average(out[[c for c in cols if c in COLUMNS]])

@@ -21,24 +21,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from bertflow_mini._checks import check_matrix
 from bertflow_mini.data import TASKS, STSPairs, load_sts, word_set
+from bertflow_mini.evaluation.vectors import cosine_scores
 
 Embedder = Callable[[list], np.ndarray]
-
-
-def cosine_scores(a: np.ndarray, b: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    """Row-wise cosine similarity of two ``(n, d)`` matrices; a zero vector has cosine 0 with anything."""
-    a = check_matrix(a, "a")
-    b = check_matrix(b, "b", dim=a.shape[1])
-    if a.shape != b.shape:
-        raise ValueError(
-            f"a and b must have the same shape, got {a.shape} and {b.shape}"
-        )
-    a = a.astype(np.float64, copy=False)
-    b = b.astype(np.float64, copy=False)
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    return np.einsum("ij,ij->i", a, b) / np.maximum(norms, eps)
 
 
 def cosine_after(
@@ -51,7 +37,7 @@ def cosine_after(
         if fit_on is not None:
             post.fit(fit_on)
         a, b = post.transform(a), post.transform(b)
-    return cosine_scores(a, b)
+    return cosine_scores(a, b, zero_scores_zero=True)
 
 
 def spearman(pred: np.ndarray, gold: np.ndarray) -> float:
@@ -74,9 +60,8 @@ class STSResult:
     wmean: float
     all: float
     n_pairs: int
-    subsets: dict[str, tuple[int, float]] = field(
-        default_factory=dict
-    )  # name -> (n pairs, Spearman)
+    # name -> (n pairs, Spearman)
+    subsets: dict[str, tuple[int, float]] = field(default_factory=dict)
 
 
 def score_pairs(pairs: STSPairs, emb1: np.ndarray, emb2: np.ndarray) -> STSResult:
@@ -85,7 +70,7 @@ def score_pairs(pairs: STSPairs, emb1: np.ndarray, emb2: np.ndarray) -> STSResul
         raise ValueError(
             f"{pairs.task}: {len(pairs)} pairs but {len(emb1)} / {len(emb2)} embeddings"
         )
-    return score_similarities(pairs, cosine_scores(emb1, emb2))
+    return score_similarities(pairs, cosine_scores(emb1, emb2, zero_scores_zero=True))
 
 
 def score_similarities(pairs: STSPairs, sims: np.ndarray) -> STSResult:
@@ -167,8 +152,15 @@ def results_table(
     if aggregation not in ("wmean", "all"):
         raise ValueError("aggregation must be 'wmean' or 'all'")
     row = {r.task: getattr(r, aggregation) for r in results}
-    row["Avg."] = float(np.mean(list(row.values())))
-    return pd.DataFrame([row], index=[name])
+    return with_average(pd.DataFrame([row], index=[name]))
+
+
+def with_average(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (a row per system, a column per dataset) plus the papers' ``Avg.`` column: each
+    row's mean over the datasets it has (a dataset a paper did not report is skipped)."""
+    out = table.copy()
+    out["Avg."] = table.mean(axis=1)
+    return out
 
 
 def subset_table(results: Sequence[STSResult]) -> pd.DataFrame:

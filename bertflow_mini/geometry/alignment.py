@@ -19,20 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from bertflow_mini._checks import check_matrix
-
-
-def _normalise(x: np.ndarray, name: str) -> np.ndarray:
-    x = check_matrix(x, name).astype(np.float64)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    if (norms == 0).any():
-        raise ValueError(f"{name} has an all-zero row: it has no direction")
-    return x / norms
+from bertflow_mini.evaluation.vectors import unit_rows
 
 
 def alignment(a: np.ndarray, b: np.ndarray, alpha: float = 2.0) -> float:
     """Mean ``‖u_i − v_i‖^α`` over the rows of ``a`` and ``b`` (normalised first): the positive pairs."""
-    u, v = _normalise(a, "a"), _normalise(b, "b")
+    u, v = unit_rows(a, "a"), unit_rows(b, "b")
     if u.shape != v.shape:
         raise ValueError(
             f"a and b must have the same shape, got {u.shape} and {v.shape}"
@@ -48,16 +40,15 @@ def uniformity(
     Above ``max_rows`` rows a fixed random subset of that size is used (the mean over pairs of a
     subset is an unbiased estimate; exact pairs cost O(n²)). Computed in log space.
     """
-    u = _normalise(x, "x")
+    u = unit_rows(x, "x")
     if len(u) < 2:
         raise ValueError("uniformity needs at least 2 rows")
     if max_rows is not None and len(u) > max_rows:
         u = u[
             np.sort(np.random.default_rng(seed).choice(len(u), max_rows, replace=False))
         ]
-    sq = np.clip(
-        2.0 - 2.0 * (u @ u.T), 0.0, None
-    )  # ‖u − v‖² = 2 − 2 u·v on the unit sphere
+    # ‖u − v‖² = 2 − 2 u·v on the unit sphere
+    sq = np.clip(2.0 - 2.0 * (u @ u.T), 0.0, None)
     pairs = sq[np.triu_indices(len(u), k=1)]
     from scipy.special import logsumexp
 

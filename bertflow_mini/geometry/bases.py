@@ -15,9 +15,11 @@ import itertools
 
 import numpy as np
 import pandas as pd
-import torch
 
 from bertflow_mini._checks import check_matrix
+
+# re-exported: chapter 2 calls bases.cosine_neighbours
+from bertflow_mini.evaluation.vectors import cosine_neighbours as cosine_neighbours
 
 
 def _vector(a: np.ndarray, name: str, d: int | None = None) -> np.ndarray:
@@ -114,29 +116,6 @@ def cosines_along_path(
 
 
 # ----------------------------------------------------------------------------- neighbours
-def cosine_neighbours(
-    vectors: np.ndarray, queries: np.ndarray, k: int = 10
-) -> np.ndarray:
-    """Indices of the ``k`` rows of ``vectors`` with the highest cosine to each row ``queries[i]``
-    of ``vectors`` (the query itself excluded), best first; ties broken by lower index."""
-    X = check_matrix(vectors, "vectors", min_rows=2).astype(np.float64)
-    queries = np.asarray(queries, dtype=np.int64)
-    if (
-        queries.ndim != 1
-        or len(queries) == 0
-        or queries.min() < 0
-        or queries.max() >= len(X)
-    ):
-        raise ValueError(f"queries must be row indices in [0, {len(X)})")
-    if not 1 <= k < len(X):
-        raise ValueError(f"k must be between 1 and {len(X) - 1}, got {k}")
-    U = X / np.linalg.norm(X, axis=1, keepdims=True)
-    sims = U[queries] @ U.T
-    sims[np.arange(len(queries)), queries] = -np.inf
-    order = torch.from_numpy(-sims).argsort(dim=1, stable=True)[:, :k]
-    return order.numpy()
-
-
 def neighbour_overlap(before: np.ndarray, after: np.ndarray) -> float:
     """Mean share of each row's neighbours in ``before`` that are still among its ``after`` ones."""
     before, after = np.asarray(before), np.asarray(after)

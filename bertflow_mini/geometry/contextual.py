@@ -93,7 +93,7 @@ def occurrence_offset(
     ids = (
         np.concatenate([np.asarray(i, dtype=np.int64) for i in token_ids])
         if len(token_ids)
-        else []
+        else np.empty(0, dtype=np.int64)
     )
     if len(ids) == 0:
         raise ValueError("token_ids holds no token")

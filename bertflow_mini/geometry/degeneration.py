@@ -141,16 +141,13 @@ class UnseenTokenRun:
     """
 
     norms: np.ndarray  # ‖w_t‖ (the embedding only, never the bias)
-    loss: (
-        np.ndarray
-    )  # mean_i log(1 + exp(w_tᵀh_i + b_t − c_i)): the part of the loss that moves
-    cos_to_optimal: (
-        np.ndarray
-    )  # cosine with the max-margin direction; NaN when there is none
+    # mean_i log(1 + exp(w_tᵀh_i + b_t − c_i)): the part of the loss that moves
+    loss: np.ndarray
+    # cosine with the max-margin direction; NaN when there is none
+    cos_to_optimal: np.ndarray
     w: np.ndarray  # final embedding
-    u: (
-        np.ndarray | None
-    )  # max-margin direction of the parameter (length d, or d + 1 with a bias)
+    # max-margin direction of the parameter (length d, or d + 1 with a bias)
+    u: np.ndarray | None
     biases: np.ndarray | None = None  # b_t, when the token has a bias
 
 
@@ -185,7 +182,7 @@ def unseen_token_dynamics(
         raise ValueError(f"need steps >= 1 and lr > 0, got steps={steps}, lr={lr}")
     c = scipy.special.logsumexp(H @ W_seen.T, axis=1)
     X = with_bias_column(H) if bias else H
-    w = np.random.default_rng(seed).normal(size=H.shape[1]) * init_scale
+    w = np.asarray(np.random.default_rng(seed).normal(size=H.shape[1])) * init_scale
     w = np.append(w, 0.0) if bias else w
     ws = np.empty((steps + 1, X.shape[1]))
     loss = np.empty(steps + 1)

@@ -22,6 +22,7 @@ import pandas as pd
 import scipy.stats
 
 from bertflow_mini._checks import check_matrix
+from bertflow_mini.evaluation.published import LI_TABLE1
 from bertflow_mini.geometry.neighbours import knn
 
 # ----------------------------------------------------------------------------- which tokens are words
@@ -203,19 +204,10 @@ def frequency_table(
     return pd.DataFrame(columns, index=_row_names(ks))
 
 
-# Table 1 of Li et al. (2020), bert-base, Wikipedia counts; the paper does not give the bucket sizes.
-_PUBLISHED_TABLE1 = {
-    "[0,100)": [0.95, 0.77, 0.83, 0.87, 0.73, 0.73, 0.72],
-    "[100,500)": [1.04, 0.93, 0.99, 1.04, 0.92, 0.91, 0.90],
-    "[500,5K)": [1.22, 1.16, 1.22, 1.26, 1.20, 1.19, 1.17],
-    "[5K,…)": [1.45, 1.30, 1.34, 1.37, 1.63, 1.61, 1.60],
-}
-
-
 def published_table1() -> pd.DataFrame:
     """The paper's bert-base numbers, shaped like :func:`frequency_table` (``words`` is NaN: not reported)."""
     return pd.DataFrame(
-        {label: vals + [np.nan] for label, vals in _PUBLISHED_TABLE1.items()},
+        {label: [*vals, np.nan] for label, vals in LI_TABLE1.items()},
         index=_row_names((3, 5, 7)),
     )
 
@@ -313,7 +305,7 @@ def norm_by_corpus_count(
     E: np.ndarray,
     E_init: np.ndarray,
     counts: np.ndarray,
-    rows: Sequence[int],
+    rows: Sequence[int] | np.ndarray,
     edges: Sequence[int] = (0, 1, 5, 20, 100, 1000, 10_000),
 ) -> pd.DataFrame:
     """What pretraining did to each row of an embedding matrix, grouped by the token's corpus count.
@@ -357,7 +349,7 @@ def drift_along(
     E: np.ndarray,
     E_init: np.ndarray,
     counts: np.ndarray,
-    rows: Sequence[int],
+    rows: Sequence[int] | np.ndarray,
     direction: np.ndarray,
     edges: Sequence[int] = (0, 1, 5, 20, 100, 1000, 10_000),
 ) -> pd.Series:
@@ -378,7 +370,7 @@ def drift_along(
     c = np.asarray(counts)[rows]
     D = (E - E_init)[rows].astype(np.float64)
     unit = direction / np.linalg.norm(direction)
-    out = {}
+    out: dict[int, float] = {}
     for lo, hi in zip(edges, list(edges[1:]) + [None]):
         m = (c >= lo) if hi is None else (c >= lo) & (c < hi)
         if m.sum() < 2:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import torch
 
 from bertflow_mini._checks import check_matrix
+from bertflow_mini.evaluation.vectors import knn_distance
 
 
 def query_reference_split(
@@ -79,29 +79,6 @@ def mix(X: np.ndarray, plan: MixturePlan) -> np.ndarray:
             f"the plan uses row {plan.parents.max()} but X has {len(x)} rows"
         )
     return np.einsum("mp,mpd->md", plan.weights, x[plan.parents])
-
-
-def knn_distance(
-    queries: np.ndarray, reference: np.ndarray, k: int = 10, chunk: int = 2048
-) -> np.ndarray:
-    """Mean ℓ2 distance from each query row to its ``k`` nearest reference rows (exact, chunked)."""
-    q = check_matrix(queries, "queries")
-    r = check_matrix(reference, "reference", dim=q.shape[1])
-    if not 1 <= k <= len(r):
-        raise ValueError(
-            f"k must be between 1 and the {len(r)} reference rows, got {k}"
-        )
-    R = torch.from_numpy(np.ascontiguousarray(r, dtype=np.float64))
-    out = []
-    for start in range(0, len(q), chunk):
-        Q = torch.from_numpy(
-            np.ascontiguousarray(q[start : start + chunk], dtype=np.float64)
-        )
-        d = torch.cdist(
-            Q, R
-        )  # float64: the matrix-product form loses nothing that matters here
-        out.append(torch.topk(d, k, dim=1, largest=False).values.mean(1).numpy())
-    return np.concatenate(out)
 
 
 def hole_ratio(
@@ -199,8 +176,8 @@ def sentence_rarity(ids: Sequence[Sequence[int]], counts: np.ndarray) -> np.ndar
         raise ValueError("counts must be a 1-D array with a positive sum")
     out = np.empty(len(ids))
     for i, seq in enumerate(ids):
-        seq = np.asarray(seq, dtype=np.int64)
-        if len(seq) == 0:
+        arr = np.asarray(seq, dtype=np.int64)
+        if len(arr) == 0:
             raise ValueError(f"sentence {i} has no tokens")
-        out[i] = float(np.mean(-np.log10(np.maximum(counts[seq], 1.0) / total)))
+        out[i] = float(np.mean(-np.log10(np.maximum(counts[arr], 1.0) / total)))
     return out

@@ -20,15 +20,7 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from bertflow_mini._checks import check_matrix
-
-
-def _row_norms(x: np.ndarray, name: str) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1)
-    if (norms == 0).any():
-        raise ValueError(
-            f"{name} has {int((norms == 0).sum())} all-zero row(s): their cosine is undefined"
-        )
-    return norms
+from bertflow_mini.evaluation.vectors import cosine_scores, row_norms, unit_rows
 
 
 def random_pair_cosines(
@@ -38,12 +30,13 @@ def random_pair_cosines(
     x = check_matrix(X, "X", min_rows=2).astype(np.float64)
     if n_pairs < 1:
         raise ValueError(f"n_pairs must be >= 1, got {n_pairs}")
-    norms = _row_norms(x, "X")
+    # every row, not only the sampled ones: a zero row is an error wherever it sits
+    row_norms(x, "X")
     rng = np.random.default_rng(seed)
     i = rng.integers(0, len(x), size=n_pairs)
     j = rng.integers(0, len(x) - 1, size=n_pairs)
     j = j + (j >= i)  # uniform over the n − 1 rows other than i
-    return np.einsum("pd,pd->p", x[i], x[j]) / (norms[i] * norms[j])
+    return cosine_scores(x[i], x[j])
 
 
 def mean_random_cosine(
@@ -56,9 +49,9 @@ def mean_random_cosine(
     """
     if n_pairs is not None:
         return float(random_pair_cosines(X, n_pairs, seed).mean())
-    x = check_matrix(X, "X", min_rows=2).astype(np.float64)
+    x = check_matrix(X, "X", min_rows=2)
     n = len(x)
-    total = (x / _row_norms(x, "X")[:, None]).sum(axis=0)
+    total = unit_rows(x, "X").sum(axis=0)
     return float((total @ total - n) / (n * (n - 1)))
 
 
@@ -90,15 +83,13 @@ def isotropy_score(X: np.ndarray, normalise: bool = False) -> float:
     if normalise:
         x = x / rms_norm(x)
     _, eigenvectors = np.linalg.eigh(x.T @ x)
-    log_z = []
-    for start in range(
-        0, x.shape[1], 64
-    ):  # 64 directions at a time keeps memory at n × 64
-        projections = (
-            x @ eigenvectors[:, start : start + 64]
-        )  # cᵀw for each w (rows) and c (columns)
-        log_z += [logsumexp(projections, axis=0), logsumexp(-projections, axis=0)]
-    log_z = np.concatenate(log_z)
+    parts = []
+    # 64 directions at a time keeps memory at n × 64
+    for start in range(0, x.shape[1], 64):
+        # cᵀw for each w (rows) and c (columns)
+        projections = x @ eigenvectors[:, start : start + 64]
+        parts += [logsumexp(projections, axis=0), logsumexp(-projections, axis=0)]
+    log_z = np.concatenate(parts)
     return float(np.exp(log_z.min() - log_z.max()))
 
 

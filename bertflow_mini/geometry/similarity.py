@@ -25,14 +25,16 @@ drop them too and take IDF from the sentences being scored, both sides (no label
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import torch
 
 from bertflow_mini._checks import check_matrix
 from bertflow_mini.evaluation.lexical import document_idf
+from bertflow_mini.evaluation.vectors import cosine_matrix
 
 
 # ---------------------------------------------------------------------------------------- Mahalanobis
@@ -162,11 +164,9 @@ def token_idf(ids: Sequence[np.ndarray], smooth: bool = True) -> dict[int, float
     :func:`bertflow_mini.evaluation.lexical.document_idf`, as the word IDF of the baselines)."""
     if len(ids) == 0:
         raise ValueError("token_idf needs at least one sentence")
-    return document_idf([doc.tolist() for doc in ids], smooth=smooth)
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    return cast(
+        dict[int, float], document_idf([doc.tolist() for doc in ids], smooth=smooth)
+    )
 
 
 def greedy_match(
@@ -178,11 +178,10 @@ def greedy_match(
     """
     if len(a) == 0 or len(b) == 0:
         raise ValueError("both sentences need at least one token")
-    sims = _unit(np.asarray(a, np.float64)) @ _unit(np.asarray(b, np.float64)).T
+    sims = cosine_matrix(a, b)
     wa, wb = np.asarray(wa, np.float64), np.asarray(wb, np.float64)
-    if (
-        wa.sum() <= 0 or wb.sum() <= 0
-    ):  # every token in every sentence: IDF 0, fall back to plain means
+    # every token in every sentence: IDF 0, fall back to plain means
+    if wa.sum() <= 0 or wb.sum() <= 0:
         wa, wb = np.ones_like(wa), np.ones_like(wb)
     recall = float((wa * sims.max(axis=1)).sum() / wa.sum())
     precision = float((wb * sims.max(axis=0)).sum() / wb.sum())
@@ -257,10 +256,14 @@ def bertscore_table(
 
     from bertflow_mini.data import load_sts
     from bertflow_mini.evaluation.reproduce import embed_task
-    from bertflow_mini.evaluation.sts import cosine_after, score_similarities
+    from bertflow_mini.evaluation.sts import (
+        cosine_after,
+        score_similarities,
+        with_average,
+    )
     from bertflow_mini.postprocess.whitening import Whitening
 
-    posts = {
+    posts: dict[str, Callable[[], Any]] = {
         "raw": lambda: None,
         "standardised": Standardisation,
         "whitened": Whitening,
@@ -270,9 +273,8 @@ def bertscore_table(
         pairs = subsample_pairs(load_sts(task, "test"), max_pairs, seed)
         sentences = pairs.sentences()
         row = {s: i for i, s in enumerate(sentences)}
-        vecs = embed_task(encoder, task, pooling, progress=False)(
-            sentences
-        )  # the cached vectors
+        # the cached vectors
+        vecs = embed_task(encoder, task, pooling, progress=False)(sentences)
         tokens = token_vectors(encoder, sentences, pooling)
         idf = token_idf(tokens.ids)
         first, second = [row[s] for s in pairs.sent1], [row[s] for s in pairs.sent2]
@@ -288,6 +290,4 @@ def bertscore_table(
                     pairs, bertscore(t.select(first), t.select(second), idf)
                 ).wmean
             )
-    out = pd.DataFrame(table).T
-    out["Avg."] = out.mean(axis=1)
-    return out
+    return with_average(pd.DataFrame(table).T)

@@ -42,9 +42,8 @@ def test_setup_with_the_mirror_names_model_data_device_and_seeds(
     assert setup("tiny-bert", seed=3) == "tiny-bert"
     after_setup = draws()
     seed_everything(3)
-    assert (
-        after_setup == draws()
-    )  # setup(seed=3) left every generator exactly as seed_everything(3) does
+    # setup(seed=3) left every generator exactly as seed_everything(3) does
+    assert after_setup == draws()
     lines = capsys.readouterr().out.splitlines()
     assert (
         lines[0]
@@ -55,10 +54,11 @@ def test_setup_with_the_mirror_names_model_data_device_and_seeds(
     assert lines[2].startswith(
         f"device: {device}   torch {torch.__version__.split('+')[0]}"
     ) and lines[2].endswith("seed 3")
+    # the book's figure style is on
     assert matplotlib.rcParams["figure.figsize"] == [
         7.0,
         4.0,
-    ]  # the book's figure style is on
+    ]
 
 
 def test_setup_without_a_mirror_says_the_hub_and_the_download_urls(
@@ -85,22 +85,20 @@ def test_setup_default_is_scratch_bert_from_this_machines_cache(
     from bertflow_mini.encoders.pretrain import DEFAULT, run_dir
 
     (tmp_path / "mirror").mkdir()
-    monkeypatch.setenv(
-        "BERTFLOW_MODELS", str(tmp_path / "mirror")
-    )  # a mirror without scratch-bert
-    assert run_dir(DEFAULT).is_relative_to(
-        cache_dir()
-    )  # the test's private cache (conftest)
-    shutil.copytree(
-        tiny_bert_dir, run_dir(DEFAULT) / "pct-100"
-    )  # stands in for the pretrained one
+    # a mirror without scratch-bert
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path / "mirror"))
+    # the test's private cache (conftest)
+    assert run_dir(DEFAULT).is_relative_to(cache_dir())
+    # stands in for the pretrained one
+    shutil.copytree(tiny_bert_dir, run_dir(DEFAULT) / "pct-100")
     monkeypatch.delenv("BERTFLOW_MODEL_NAME", raising=False)
     assert setup() == "scratch-bert"
     first = capsys.readouterr().out.splitlines()[0]
+    # no cache path: nothing a reader can open
     assert first == (
         "model : scratch-bert  (a local mirror is configured ($BERTFLOW_MODELS): the book's own model) "
         "[built on this machine]"
-    )  # no cache path: nothing a reader can open
+    )
 
 
 def test_the_default_model_is_the_env_var_then_the_book_model_offline_then_bert_base_in_colab(
@@ -116,17 +114,14 @@ def test_the_default_model_is_the_env_var_then_the_book_model_offline_then_bert_
     monkeypatch.delenv("BERTFLOW_MODEL_NAME")
     monkeypatch.setenv("BERTFLOW_MODELS", "/a/mirror")
     monkeypatch.setattr(names, "hub_reachable", lambda: True)
-    assert (
-        names.default_model() == "scratch-bert"
-    )  # a mirror is configured: the project's machines, CI
+    # a mirror is configured: the project's machines, CI
+    assert names.default_model() == "scratch-bert"
     monkeypatch.delenv("BERTFLOW_MODELS")
-    assert (
-        names.default_model() == "bert-base-uncased"
-    )  # Colab: no mirror, the hub answers
+    # Colab: no mirror, the hub answers
+    assert names.default_model() == "bert-base-uncased"
     monkeypatch.setattr(names, "hub_reachable", lambda: False)
-    assert (
-        names.default_model() == "scratch-bert"
-    )  # offline without a mirror: trained here
+    # offline without a mirror: trained here
+    assert names.default_model() == "scratch-bert"
 
 
 def test_a_claim_fails_the_chapter_for_the_book_model_and_is_a_visible_note_for_any_other(
@@ -200,7 +195,7 @@ def test_setup_starts_a_chapter_with_no_gathered_notes(monkeypatch, capsys):
     from bertflow_mini.chapters import chapter as chapter_setup
 
     chapter_setup._NOTES["left over from another chapter"] = ""
-    monkeypatch.setenv("BERTFLOW_MODEL", "bert-base-uncased")
+    monkeypatch.setenv("BERTFLOW_MODEL_NAME", "bert-base-uncased")
     monkeypatch.setattr(chapter_setup, "resolve_model", lambda name: "hub-name")
     try:
         chapter_setup.setup()
@@ -258,7 +253,8 @@ def test_glue_gives_myst_nb_plain_python_numbers(monkeypatch):
     monkeypatch.setitem(sys.modules, "myst_nb", fake)
     chapter.glue("x", np.float64(0.25), display=False)
     chapter.glue("n", np.int64(3), display=False)
+    # formats as {glue:text}`x:.2f`
     assert got == [0.25, 3] and [type(v) for v in got] == [
         float,
         int,
-    ]  # formats as {glue:text}`x:.2f`
+    ]

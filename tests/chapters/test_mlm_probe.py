@@ -61,10 +61,11 @@ SEQS = [
 
 def test_frequent_contexts_counted_by_hand():
     ctx = frequent_contexts(SEQS, vocab_size=40, n_contexts=1)
+    # "5 _ 9" occurs 3 times, every other context less
     assert (ctx.left[0], ctx.right[0]) == (
         5,
         9,
-    )  # "5 _ 9" occurs 3 times, every other context less
+    )
     assert ctx.counts[0, 7] == 2 and ctx.counts[0, 8] == 1 and ctx.counts.sum() == 3
     assert sorted(map(tuple, ctx.occurrences[0].tolist())) == [(0, 2), (1, 2), (2, 2)]
     logp = ctx.log_p_x_given_c()
@@ -131,9 +132,8 @@ def test_training_sequences_are_cached_and_equal_a_fresh_tokenisation(monkeypatc
     monkeypatch.setattr(
         corpus, "corpus_sentences", lambda name, root=None: list(sentences)
     )
-    recipe = pretrain.with_overrides(
-        steps=7
-    )  # any recipe: the cache is keyed by its hash
+    # any recipe: the cache is keyed by its hash
+    recipe = pretrain.with_overrides(steps=7)
     first = mlm_probe.training_sequences(recipe)
     train, held = corpus.split_held_out(sentences, recipe.held_out)
     want = tokenize(train, pretrain.load_tokenizer(), recipe.max_length).seqs

@@ -74,16 +74,14 @@ NOTEBOOKS = {
         (TOLERANT, "print('rho = 0.65, n = 7')", printed("rho = 0.50, n = 7\n"))
     ),
     "words": tiny_notebook((TOLERANT, "print('tau = 0.50')", printed("rho = 0.50\n"))),
-    "count": tiny_notebook(
-        (TOLERANT, "print('n = 8')", printed("n = 7\n"))
-    ),  # integers: exact
+    # integers: exact
+    "count": tiny_notebook((TOLERANT, "print('n = 8')", printed("n = 7\n"))),
     "exact_same": tiny_notebook((EXACT, "print('n = 41')", printed("n = 41\n"))),
     "exact_digit": tiny_notebook(
         (EXACT, "print('rho = 0.501')", printed("rho = 0.500\n"))
     ),
-    "unmarked": tiny_notebook(
-        ("print('rho = 0.99')", printed("rho = 0.50\n"))
-    ),  # not checked
+    # not checked
+    "unmarked": tiny_notebook(("print('rho = 0.99')", printed("rho = 0.50\n"))),
     "error": tiny_notebook(
         "x = 1",
         "raise ValueError('broken chapter')",
@@ -252,9 +250,8 @@ def test_cells_run_in_order_even_with_pytest_randomly_active(tmp_path):
     ]
     nbformat.write(tiny_notebook(*cells), tmp_path / "chain.ipynb")
     shuffled = ["-p", "randomly", "--randomly-seed=3"]
-    assert (
-        run_nbval(tmp_path, *shuffled, conftest=False).returncode == 1
-    )  # nbval alone: out of order
+    # nbval alone: out of order
+    assert run_nbval(tmp_path, *shuffled, conftest=False).returncode == 1
     proc = run_nbval(tmp_path, *shuffled)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert outcomes(tmp_path)["chain"] == ["passed"] * 6
@@ -284,12 +281,10 @@ def test_executor_saves_outputs_with_coalesced_streams_and_no_timing(tmp_path):
     execute_notebook(path)
     cells = nbformat.read(path, as_version=4).cells
     assert [c.execution_count for c in cells] == [1, 2]
-    assert [(o.output_type, o.name) for o in cells[0].outputs] == [
-        ("stream", "stderr")
-    ]  # one stream, not four
-    assert (
-        cells[0].outputs[0].text == "2\n"
-    )  # carriage returns resolved: the bar's final state only
+    # one stream, not four
+    assert [(o.output_type, o.name) for o in cells[0].outputs] == [("stream", "stderr")]
+    # carriage returns resolved: the bar's final state only
+    assert cells[0].outputs[0].text == "2\n"
     assert cells[1].outputs[0].data["text/plain"] == "42"
     assert all("execution" not in c.metadata for c in cells)
 
@@ -308,9 +303,8 @@ def test_executing_into_another_file_leaves_the_notebook_and_runs_in_its_folder(
     before = chapter.read_bytes()
     main([str(chapter), "--output", str(copy)])
     assert chapter.read_bytes() == before
-    assert (
-        nbformat.read(copy, as_version=4).cells[0].outputs[0].text == "book\n"
-    )  # the chapter's folder
+    # the chapter's folder
+    assert nbformat.read(copy, as_version=4).cells[0].outputs[0].text == "book\n"
     assert f"executing {chapter} -> {copy}" in capsys.readouterr().out
     with pytest.raises(SystemExit):  # one --output for two notebooks is a usage error
         main([str(chapter), str(chapter), "--output", str(copy)])

@@ -16,9 +16,8 @@ def test_offline_jshtml_has_no_external_link_and_keeps_the_frames():
     fig, ax = plt.subplots(figsize=(2, 2), dpi=30)
     anim = animation.FuncAnimation(fig, lambda k: ax.plot([0, k], [0, 1]), frames=3)
     raw = anim.to_jshtml()
-    assert (
-        "<link" in raw and "font-awesome" in raw
-    )  # matplotlib's player really does link a CDN
+    # matplotlib's player really does link a CDN
+    assert "<link" in raw and "font-awesome" in raw
     html = offline_jshtml(anim)
     plt.close(fig)
     assert "<link" not in html and "http" not in html.split("<script")[0]

@@ -24,9 +24,10 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 def test_pmi_of_independent_joint_is_zero():
     pc, px = np.array([0.2, 0.3, 0.5]), np.array([0.1, 0.6, 0.25, 0.05])
     np.testing.assert_allclose(pmi_matrix(np.outer(pc, px)), 0.0, atol=1e-12)
+    # counts too
     np.testing.assert_allclose(
         pmi_matrix(np.outer([2, 3, 5], [1, 6, 2.5, 0.5])), 0.0, atol=1e-12
-    )  # counts too
+    )
 
 
 def test_pmi_against_hand_computation():
@@ -57,18 +58,16 @@ def test_make_joint_and_sample_corpus():
 
 def test_regression_recovers_exact_relation():
     J = make_joint(8, 12, rank=3, seed=1)
-    lam = np.random.default_rng(0).normal(
-        scale=5.0, size=8
-    )  # arbitrary per-context shifts
+    # arbitrary per-context shifts
+    lam = np.random.default_rng(0).normal(scale=5.0, size=8)
     logits = pmi_matrix(J) + log_marginal(J)[None, :] + lam[:, None]
     out = regress_logits_on_pmi(logits, pmi_matrix(J), log_marginal(J))
     assert out["slope"] == pytest.approx(1.0) and out["r2"] == pytest.approx(1.0)
     assert out["pearson"] == pytest.approx(1.0) and out["spearman"] == pytest.approx(
         1.0
     )
-    np.testing.assert_allclose(
-        out["lambda_c"], lam, atol=1e-10
-    )  # the shifts are recovered
+    # the shifts are recovered
+    np.testing.assert_allclose(out["lambda_c"], lam, atol=1e-10)
     half = regress_logits_on_pmi(0.5 * logits, pmi_matrix(J), log_marginal(J))
     assert half["slope"] == pytest.approx(0.5) and half["r2"] == pytest.approx(1.0)
 
@@ -125,9 +124,8 @@ def test_cooccurrence_counts_by_hand():
     np.testing.assert_array_equal(counts, expected)
     wide, _ = cooccurrence(["the cat sat on the mat"] * 2, window=5, min_count=1)
     np.testing.assert_array_equal(wide, wide.T)
-    assert wide.sum() == 2 * 2 * sum(
-        6 - k for k in range(1, 6)
-    )  # ordered pairs within distance 5
+    # ordered pairs within distance 5
+    assert wide.sum() == 2 * 2 * sum(6 - k for k in range(1, 6))
     assert simple_words("Don't STOP, 2 dogs!") == ["don't", "stop", "2", "dogs"]
     upper, vocab_up = cooccurrence(
         ["a b a"], window=1, min_count=1, tokenizer=str.split
@@ -172,12 +170,10 @@ def test_cross_entropy_by_hand_and_its_floor():
         ).sum()
     )
     assert conditional_entropy(J) == pytest.approx(oracle)
-    assert cross_entropy(truth, J) == pytest.approx(
-        oracle
-    )  # the true model reaches the floor
-    assert cross_entropy(truth + 5.0, J) == pytest.approx(
-        oracle
-    )  # λ_c shifts change nothing
+    # the true model reaches the floor
+    assert cross_entropy(truth, J) == pytest.approx(oracle)
+    # λ_c shifts change nothing
+    assert cross_entropy(truth + 5.0, J) == pytest.approx(oracle)
     assert cross_entropy(uniform + np.arange(2), counts) > cross_entropy(
         np.log([[0.75, 0.25], [0.01, 0.99]]), counts
     )
@@ -202,22 +198,21 @@ def test_fit_report_tells_memorisation_from_learning():
     true_rep = fit_report(
         SoftmaxModel(H=truth, W=np.eye(15), b=None, losses=np.zeros(1)), train, held
     )
-    assert (
-        true_rep["loss held-out"] < rep["loss held-out"]
-    )  # the truth generalises, the memory does not
+    # the truth generalises, the memory does not
+    assert true_rep["loss held-out"] < rep["loss held-out"]
 
 
 def test_cooccurrence_with_a_given_vocabulary():
     counts, vocab = cooccurrence(
         ["a b c", "a x b"], window=1, min_count=1, vocab=["b", "a"]
     )
+    # kept in the order given; "c" and "x" are dropped before windows
     assert vocab == [
         "b",
         "a",
-    ]  # kept in the order given; "c" and "x" are dropped before windows
-    np.testing.assert_array_equal(
-        counts, [[0, 2], [2, 0]]
-    )  # "a b" twice (x dropped first)
+    ]
+    # "a b" twice (x dropped first)
+    np.testing.assert_array_equal(counts, [[0, 2], [2, 0]])
     with pytest.raises(ValueError, match="repeated"):
         cooccurrence(["a b"], vocab=["a", "a"])
 
@@ -254,9 +249,8 @@ def test_two_term_regression_separates_pmi_from_frequency():
     assert one["slopes"]["PMI"] == pytest.approx(
         regress_logits_on_pmi(logits, P, np.zeros(30))["slope"]
     )
-    masked = np.where(
-        np.arange(30) < 5, -np.inf, P
-    )  # unseen cells are left out, not fitted
+    # unseen cells are left out, not fitted
+    masked = np.where(np.arange(30) < 5, -np.inf, P)
     assert (
         regress_logits_on_terms(logits, {"PMI": masked, "f": lp})["n_cells"] == 12 * 25
     )
@@ -294,9 +288,8 @@ def test_split_half_ceiling_at_its_limits():
     J = make_joint(20, 40, rank=3, seed=0)
     same = np.round(J * 1e6)
     assert split_half_ceiling(same, same)["ceiling"] == pytest.approx(1.0)
-    rng = np.random.default_rng(
-        0
-    )  # two halves with nothing in common: no ceiling at all
+    # two halves with nothing in common: no ceiling at all
+    rng = np.random.default_rng(0)
     unrelated = split_half_ceiling(rng.poisson(50, (20, 40)), rng.poisson(50, (20, 40)))
     assert unrelated["ceiling"] < 0.15
     with pytest.raises(ValueError, match="shape"):

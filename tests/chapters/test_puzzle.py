@@ -58,9 +58,8 @@ def test_separation_row_on_a_hand_made_benchmark():
 
 def test_centring_and_the_mean_share():
     a, b = np.array([[2.0, 1.0]]), np.array([[2.0, -1.0]])
-    assert centred_scores(a, b, np.array([2.0, 0.0]))[0] == pytest.approx(
-        -1.0
-    )  # (0,1) vs (0,-1)
+    # (0,1) vs (0,-1)
+    assert centred_scores(a, b, np.array([2.0, 0.0]))[0] == pytest.approx(-1.0)
     with pytest.raises(ValueError):
         centred_scores(a, b, np.zeros(3))
     assert mean_share(np.array([[1.0, 1.0], [1.0, -1.0]])) == pytest.approx(0.5)
@@ -250,9 +249,8 @@ def test_cosine_by_stage_against_vectors_pooled_by_hand(tiny_bert_dir, monkeypat
         for stage in STAGES[:3]:
             a, b = (np.stack([h[stage].numpy() for h in side]) for side in hand)
             assert got[stage] == pytest.approx(cosine_scores(a, b).mean(), abs=1e-5)
-        if (
-            "position" in zero and "token type" in zero
-        ):  # nothing added to the word vectors
+        # nothing added to the word vectors
+        if "position" in zero and "token type" in zero:
             assert got["+ position + token type"] == pytest.approx(
                 got["word vectors"], abs=1e-6
             )

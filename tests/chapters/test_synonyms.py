@@ -28,9 +28,8 @@ def test_parse_synset_line_by_hand():
     )
     assert parse_synset_line(line) == ["abaxial", "dorsal"]
     hexa = "00000001 00 n 0a " + " ".join(f"w{i} 0" for i in range(10)) + " 000 | many"
-    assert parse_synset_line(hexa) == [
-        f"w{i}" for i in range(10)
-    ]  # w_cnt is hexadecimal
+    # w_cnt is hexadecimal
+    assert parse_synset_line(hexa) == [f"w{i}" for i in range(10)]
     with pytest.raises(ValueError, match="not a synset"):
         parse_synset_line("garbage | x")
 
@@ -140,9 +139,8 @@ def test_gap_correlation_counts_a_repeated_pair_once():
     assert many.rho == pytest.approx(single.rho) and single.pair_rho == pytest.approx(
         single.rho
     )
-    assert (many.low, many.high) == pytest.approx(
-        (single.low, single.high)
-    )  # not √10 narrower
+    # not √10 narrower
+    assert (many.low, many.high) == pytest.approx((single.low, single.high))
     assert single.low < single.rho < single.high
     assert single.pair_half_width == pytest.approx(spearman_half_width(40))
 

@@ -40,13 +40,11 @@ def test_download_sts_zip_gives_the_mirrors_pairs_and_is_cached(
     assert (
         offline / "sts" / "STS12" / "00-readme.txt"
     ).is_file()  # the archive's other files too
-    assert [p.name for p in (offline / "sts").iterdir()] == [
-        "STS12"
-    ]  # no staging folder left
+    # no staging folder left
+    assert [p.name for p in (offline / "sts").iterdir()] == ["STS12"]
     monkeypatch.setitem(downloads.URLS, "STS12", "http://127.0.0.1:9/gone.zip")
-    assert (
-        len(load_sts("STS12")) == 3108
-    )  # the second call reads the cache, no download
+    # the second call reads the cache, no download
+    assert len(load_sts("STS12")) == 3108
 
 
 def test_download_stsb_tar_and_three_sick_zips(mirror, tmp_path, offline, monkeypatch):
@@ -116,19 +114,19 @@ def test_bad_archive_raises_why_and_leaves_no_folder(
         DataNotFoundError, match=f"downloading {archive.as_uri()} failed.*{why}"
     ):
         load_sts("STS12")
-    assert (
-        list((offline / "sts").iterdir()) == []
-    )  # no half-filled staging folder either
+    # no half-filled staging folder either
+    assert list((offline / "sts").iterdir()) == []
 
 
 def test_truncated_tar_raises_and_leaves_no_folder(tmp_path, offline, monkeypatch):
     src = tmp_path / "stsbenchmark"
     src.mkdir()
+    # incompressible text: half the .tar.gz misses members
     for split in (
         "train",
         "dev",
         "test",
-    ):  # incompressible text: half the .tar.gz misses members
+    ):
         lines = (
             STSB_LINE.format(score=3).replace("0012", os.urandom(8).hex())
             for _ in range(300)
@@ -158,9 +156,8 @@ def _wordnet_archives(mirror: Path, tmp_path: Path, alter_nltk: bool) -> None:
         tmp_path / "WordNet-3.0.tar.gz", "w"
     ) as tf:  # (a tar, uncompressed: quick)
         for name in plain:
-            tf.add(
-                tmp_path / "wordnet.zip", arcname="unused"
-            )  # a member outside dict/ is ignored
+            # a member outside dict/ is ignored
+            tf.add(tmp_path / "wordnet.zip", arcname="unused")
             break
         folder = tmp_path / "princeton"
         folder.mkdir()

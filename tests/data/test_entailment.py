@@ -188,7 +188,8 @@ def test_qnli_offline_is_one_error_naming_the_variable_and_the_urls(offline):
         "https://huggingface.co/datasets/nyu-mll/glue",
     ):
         assert part in message, part
+    # patched
     assert (
         downloads.URLS["QNLI"] != "https://dl.fbaipublicfiles.com/glue/data/QNLIv2.zip"
-    )  # patched
+    )
     HUB_FAILURES.clear()

@@ -87,9 +87,8 @@ def test_glove_embed_is_the_mean_of_known_words(tmp_path):
     g = load_glove(tmp_path / "g.txt", dim=4)
     out = glove_embed(["The cat sat.", "Don't!", "zebra unicorn", "CAT"], g)
     assert out.shape == (4, 4) and out.dtype == np.float32
-    np.testing.assert_allclose(
-        out[0], (g["the"] + g["cat"] + g["sat"] + g["."]) / 4
-    )  # 4 known tokens
+    # 4 known tokens
+    np.testing.assert_allclose(out[0], (g["the"] + g["cat"] + g["sat"] + g["."]) / 4)
     np.testing.assert_allclose(out[1], (g["do"] + g["n't"]) / 2)  # "!" is unknown
     np.testing.assert_array_equal(out[2], np.zeros(4))  # nothing known: zero
     np.testing.assert_array_equal(out[3], g["cat"])
@@ -174,18 +173,15 @@ def test_glove_hub_copy_of_50d_is_cached_once(glove_hub, offline, monkeypatch):
         path == offline / "glove" / "glove.6B.50d.txt"
         and path.read_text() == GLOVE_TEXT
     )
-    assert G.find_glove(50) == path and served == [
-        "glove.6B.50d.txt"
-    ]  # the second call: the cache
-    assert [p.name for p in path.parent.iterdir()] == [
-        "glove.6B.50d.txt"
-    ]  # no staging left behind
+    # the second call: the cache
+    assert G.find_glove(50) == path and served == ["glove.6B.50d.txt"]
+    # no staging left behind
+    assert [p.name for p in path.parent.iterdir()] == ["glove.6B.50d.txt"]
 
 
 def test_glove_hub_copy_that_differs_is_refused_and_names_it(glove_hub, offline):
-    glove_hub(
-        GLOVE_TEXT.replace("cat 0 2", "cat 0 9")
-    )  # one number of the first rows changed
+    # one number of the first rows changed
+    glove_hub(GLOVE_TEXT.replace("cat 0 2", "cat 0 9"))
     with pytest.raises(DataNotFoundError) as err:
         G.find_glove(50)
     message = str(err.value)

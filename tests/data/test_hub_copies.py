@@ -107,9 +107,8 @@ def test_hub_copy_that_is_not_sentevals_blocks_is_refused_and_the_official_archi
     mirror, serve_hub, offline
 ):
     rows = hub_rows("STS13")
-    interleaved = (
-        rows[::2] + rows[1::2]
-    )  # every pair present, but the subsets no longer contiguous
+    # every pair present, but the subsets no longer contiguous
+    interleaved = rows[::2] + rows[1::2]
     path = serve_hub("STS13", "test.jsonl.gz", interleaved)
     with pytest.raises(ValueError, match=f"{path}.*does not hold SentEval's STS13"):
         hub_copies.load_hub_copy("STS13")
@@ -132,12 +131,10 @@ def test_load_sts_uses_the_hub_copy_only_without_official_files(
     mirror, serve_hub, monkeypatch, tmp_path
 ):
     rows = hub_rows("STSB", "dev")
-    serve_hub(
-        "STSB", "validation.jsonl.gz", [(a.upper(), b, s) for a, b, s in rows]
-    )  # tell them apart
-    assert (
-        load_sts("STSB", "dev").sent1 == official("STSB", "dev").sent1
-    )  # the mirror wins
+    # tell them apart
+    serve_hub("STSB", "validation.jsonl.gz", [(a.upper(), b, s) for a, b, s in rows])
+    # the mirror wins
+    assert load_sts("STSB", "dev").sent1 == official("STSB", "dev").sent1
     monkeypatch.setenv("BERTFLOW_DATA", str(tmp_path / "empty"))
     assert load_sts("STSB", "dev").sent1 == [a.upper() for a, _, _ in rows]
 

@@ -73,9 +73,8 @@ def test_stsb_lines_with_source_columns(mirror):
         fields[6],
         float(fields[4]),
     )
-    assert any(
-        '"' in s for s in pairs.sent1 + pairs.sent2
-    )  # quotes survive: no CSV quoting
+    # quotes survive: no CSV quoting
+    assert any('"' in s for s in pairs.sent1 + pairs.sent2)
 
 
 def test_sentences_are_unique_in_first_seen_order(mirror):
@@ -86,9 +85,8 @@ def test_sentences_are_unique_in_first_seen_order(mirror):
             if s not in expected:
                 expected.append(s)
     assert pairs.sentences() == expected
-    assert len(expected) < 2 * len(
-        pairs
-    )  # STS13 repeats sentences, so deduplication matters
+    # STS13 repeats sentences, so deduplication matters
+    assert len(expected) < 2 * len(pairs)
 
 
 def test_unscored_pairs_are_skipped_and_source_columns_ignored(tmp_path):
@@ -96,9 +94,8 @@ def test_unscored_pairs_are_skipped_and_source_columns_ignored(tmp_path):
     (folder / "STS2016.input.headlines.txt").write_text(
         "h1\th2\tsrc1\tsrc2\nx1\tx2\tsrc1\tsrc2\ny1\ty2\tsrc1\tsrc2\n", encoding="utf-8"
     )
-    (folder / "STS2016.gs.headlines.txt").write_text(
-        "4\n\n2.5\n", encoding="utf-8"
-    )  # pair 2 is unscored
+    # pair 2 is unscored
+    (folder / "STS2016.gs.headlines.txt").write_text("4\n\n2.5\n", encoding="utf-8")
     pairs = load_sts("STS16", root=tmp_path)
     got = [
         (a, b, s)
@@ -120,11 +117,12 @@ def test_unscored_pairs_are_skipped_and_source_columns_ignored(tmp_path):
         ("STS.gs.MSRpar.txt", "1\nfour\n3\n", "STS.gs.MSRpar.txt:2"),
         ("STS.gs.MSRpar.txt", "1\n2\n7.5\n", "STS.gs.MSRpar.txt:3"),
         ("STS.gs.MSRpar.txt", "1\n2\nnan\n", "STS.gs.MSRpar.txt:3"),
+        # 2 gold lines for 3 pairs
         (
             "STS.gs.SMTeuroparl.txt",
             "1\n2\n",
             "STS.gs.SMTeuroparl.txt:3",
-        ),  # 2 gold lines for 3 pairs
+        ),
     ],
 )
 def test_malformed_sts_line_names_file_and_line(tmp_path, file, content, where):
@@ -181,9 +179,8 @@ def test_bytes_that_are_not_utf8_name_the_file_and_line(tmp_path):
     write_sick(tmp_path / "sick")
     path = tmp_path / "sick" / "SICK_trial.txt"
     lines = path.read_bytes().split(b"\n")
-    lines[2] = lines[2].replace(
-        b"No cat", b"No caf\xe9"
-    )  # Latin-1, not UTF-8, on line 3
+    # Latin-1, not UTF-8, on line 3
+    lines[2] = lines[2].replace(b"No cat", b"No caf\xe9")
     path.write_bytes(b"\n".join(lines))
     with pytest.raises(ValueError, match="SICK_trial.txt:3: not valid UTF-8"):
         load_sts("SICK", "trial", root=tmp_path)
@@ -215,18 +212,16 @@ def test_max_pairs_keeps_the_first_n_pairs(mirror, monkeypatch, task, split):
         full.subsets[:37],
     )
     np.testing.assert_array_equal(capped.scores, full.scores[:37])
-    monkeypatch.setenv(
-        MAX_PAIRS_ENV, str(len(full) + 1)
-    )  # more than there are: all of them
+    # more than there are: all of them
+    monkeypatch.setenv(MAX_PAIRS_ENV, str(len(full) + 1))
     assert len(load_sts(task, split)) == len(full)
 
 
 def test_max_pairs_can_be_bypassed_for_corpora(mirror, monkeypatch):
     full = task_sentences("STSB")
     monkeypatch.setenv(MAX_PAIRS_ENV, "5")
-    assert (
-        len(task_sentences("STSB")) <= 3 * 2 * 5 < len(full)
-    )  # 5 pairs of each of 3 splits
+    # 5 pairs of each of 3 splits
+    assert len(task_sentences("STSB")) <= 3 * 2 * 5 < len(full)
     assert task_sentences("STSB", capped=False) == full
     assert len(load_sts("STSB", "train", capped=False)) == 5749
 

@@ -38,9 +38,8 @@ def test_every_resample_is_the_difference_scipy_computes_on_that_draw():
     good, worse, gold = _data(60)
     scores = resampled_scores({"a": good, "b": worse}, gold, n_resamples=50, seed=7)
     diffs = scores["a"] - scores["b"]
-    (draws,) = resample_indices(
-        np.zeros(60), 50, np.random.default_rng(7)
-    )  # the same draws
+    # the same draws
+    (draws,) = resample_indices(np.zeros(60), 50, np.random.default_rng(7))
     want = [
         100
         * (
@@ -73,9 +72,8 @@ def test_interval_agrees_with_scipy_bootstrap_percentile():
     assert ours.low == pytest.approx(ref.low, abs=0.1 * width)
     assert ours.high == pytest.approx(ref.high, abs=0.1 * width)
     assert ours.observed == pytest.approx(diff(good[None], worse[None], gold[None])[0])
-    assert (
-        ours.low > 0 and ours.excludes_zero
-    )  # sd 1.5 noise beats sd 3 noise on 300 pairs
+    # sd 1.5 noise beats sd 3 noise on 300 pairs
+    assert ours.low > 0 and ours.excludes_zero
 
 
 def test_identical_methods_differ_by_exactly_zero_on_every_draw():

@@ -86,17 +86,15 @@ def test_random_token_vectors_are_fixed_per_seed_and_id():
 
     a = random_token_vectors([5, 7], 64, seed=3)
     b = random_token_vectors([7, 9, 5], 64, seed=3)
-    assert np.array_equal(a[0], b[2]) and np.array_equal(
-        a[1], b[0]
-    )  # whatever else is asked for
+    # whatever else is asked for
+    assert np.array_equal(a[0], b[2]) and np.array_equal(a[1], b[0])
     assert not np.allclose(random_token_vectors([5], 64, seed=4), a[0])
     wide = random_token_vectors(range(200), 768)
     unit = wide / np.linalg.norm(wide, axis=1, keepdims=True)
     cos = unit @ unit.T
     off = np.abs(cos[~np.eye(200, dtype=bool)])
-    assert off.mean() < 0.05 and np.allclose(
-        np.diag(cos), 1
-    )  # nearly orthogonal: E|cos| ~ 0.029
+    # nearly orthogonal: E|cos| ~ 0.029
+    assert off.mean() < 0.05 and np.allclose(np.diag(cos), 1)
     with pytest.raises(ValueError, match="dim"):
         random_token_vectors([1], 0)
 

@@ -50,9 +50,8 @@ def controls(tmp_path):
         for t in TASKS
         for seed in (0, 1, 2)
     }
-    del scores[
-        ("first-last-avg", "flow", "STS12", 2)
-    ]  # seed 2 lacks one dataset: no Avg. for it
+    # seed 2 lacks one dataset: no Avg. for it
+    del scores[("first-last-avg", "flow", "STS12", 2)]
     path = tmp_path / "controls.json"
     write_controls(path, scores)
     return path, scores
@@ -64,12 +63,13 @@ def test_published_minus_control_by_hand(controls):
     pub = published_table(model="bert-base-uncased")
     for _, row in table.iterrows():
         fit = "-" if row["method"] == "none" else "target"
+        # SBERT's bert-base row is pooled under "all"
         p = pub[
             (pub["pooling"] == row["pooling"])
             & (pub["method"] == row["method"])
             & (pub["fit"] == fit)
             & (pub["aggregation"] == "wmean")
-        ]  # SBERT's bert-base row is pooled under "all"
+        ]
         assert len(p) == 1
         seeds = (
             [
@@ -130,9 +130,8 @@ def test_a_missing_control_cell_is_nan_not_zero(tmp_path):
     assert stsb["control"] == pytest.approx(68.0) and stsb[
         "control_sd"
     ] == pytest.approx(1.0)
-    assert stsb["earned"] == pytest.approx(
-        71.34 - 68.0
-    )  # Su et al. 2021, bert-base-whitening, STS-B
+    # Su et al. 2021, bert-base-whitening, STS-B
+    assert stsb["earned"] == pytest.approx(71.34 - 68.0)
     sick = table[(table["task"] == "SICK-R") & (table["method"] == "whitening")].iloc[0]
     assert (
         np.isnan(sick["control"])
@@ -177,9 +176,8 @@ def test_without_the_file_the_control_is_computed_live(
         ).wmean
         for n in names
     ]
-    assert (
-        load_encoder(names[1]).model.config.hidden_size == 32
-    )  # the mirror's shape, not bert-base's
+    # the mirror's shape, not bert-base's
+    assert load_encoder(names[1]).model.config.hidden_size == 32
     row = table.iloc[0]
     assert (
         len(table) == 1
@@ -188,9 +186,8 @@ def test_without_the_file_the_control_is_computed_live(
     )
     assert row["control"] == pytest.approx(statistics.mean(seeds))
     assert row["control_sd"] == pytest.approx(statistics.stdev(seeds))
-    assert row["earned"] == pytest.approx(
-        47.29 - statistics.mean(seeds)
-    )  # Li et al. 2020, last-avg, STS-B
+    # Li et al. 2020, last-avg, STS-B
+    assert row["earned"] == pytest.approx(47.29 - statistics.mean(seeds))
 
 
 def test_the_google_init_control_is_read_and_labelled_apart_from_hugging_faces(
@@ -239,9 +236,8 @@ def test_the_google_init_control_is_read_and_labelled_apart_from_hugging_faces(
         E.earned("bert-base-uncased", init="xavier", **kwargs)
     from bertflow_mini.encoders.names import INITIALISERS
 
-    assert (
-        tuple(E.INITS) == INITIALISERS
-    )  # the tables' labels cover exactly the initialisers names builds
+    # the tables' labels cover exactly the initialisers names builds
+    assert tuple(E.INITS) == INITIALISERS
 
 
 def test_a_nan_score_in_the_file_is_an_error(tmp_path):
@@ -290,9 +286,8 @@ def fake_models(n: int = 60):
     for task in ("STSB", "SICK-R"):
         gold = rng.uniform(0, 5, n)
         pairs[task] = STSPairs(task, "test", ["s"] * n, ["t"] * n, gold, ["test"] * n)
-        a[task] = gold + rng.normal(
-            0, 1.0, n
-        )  # the "pretrained" model follows the gold scores better
+        # the "pretrained" model follows the gold scores better
+        a[task] = gold + rng.normal(0, 1.0, n)
         b[task] = gold + rng.normal(0, 3.0, n)
     return pairs, FakeEvaluation(pairs, a), FakeEvaluation(pairs, b), a, b
 
@@ -323,9 +318,8 @@ def test_ours_minus_ours_with_a_hand_bootstrap(tmp_path):
         observed = 100 * (
             spearmanr(a[task], g).statistic - spearmanr(b[task], g).statistic
         )
-        draws = np.random.default_rng(5 + i).integers(
-            0, len(g), (R, len(g))
-        )  # one subset: plain draws
+        # one subset: plain draws
+        draws = np.random.default_rng(5 + i).integers(0, len(g), (R, len(g)))
         diffs = np.array(
             [
                 100
@@ -349,9 +343,8 @@ def test_ours_minus_ours_with_a_hand_bootstrap(tmp_path):
     assert (avg["low"], avg["high"]) == pytest.approx(
         tuple(np.percentile(mean_diffs, [2.5, 97.5]))
     )
-    assert (
-        avg["low"] > 0
-    )  # sd 1 vs sd 3 noise on 60 pairs: the gain is far outside the noise
+    # sd 1 vs sd 3 noise on 60 pairs: the gain is far outside the noise
+    assert avg["low"] > 0
 
 
 def test_plot_earned_one_panel_per_pooling(controls):
@@ -361,9 +354,8 @@ def test_plot_earned_one_panel_per_pooling(controls):
     table = E.earned("bert-base-uncased", controls=controls[0])
     axes = plotting.plot_earned(table, "STSB")
     assert [ax.get_title() for ax in axes] == ["last-avg, STSB", "first-last-avg, STSB"]
-    assert (
-        len(axes[1].containers) == 3 and len(axes[0].containers) == 1
-    )  # methods published per pooling
+    # methods published per pooling
+    assert len(axes[1].containers) == 3 and len(axes[0].containers) == 1
     with pytest.raises(ValueError, match="no rows for task 'STS99'"):
         plotting.plot_earned(table, "STS99")
 
@@ -431,9 +423,8 @@ def test_scale_gaps_by_hand(tmp_path):
         methods=("whitening",),
     )
     (ax,) = fig.axes
-    assert (
-        ax.get_xscale() == "log" and len(ax.lines) >= 2
-    )  # the pretrained line and its control
+    # the pretrained line and its control
+    assert ax.get_xscale() == "log" and len(ax.lines) >= 2
 
 
 def test_scale_curve_rejects_nan_and_names_a_missing_file(tmp_path):
@@ -448,63 +439,13 @@ def test_with_average_adds_a_mean_only_where_all_seven_datasets_are():
     from bertflow_mini.data import TASKS
 
     rows = [{"seed": 0, "task": t, "score": float(i)} for i, t in enumerate(TASKS)]
-    rows += [
-        {"seed": 1, "task": t, "score": 10.0} for t in TASKS[:-1]
-    ]  # seed 1 lacks one dataset
+    # seed 1 lacks one dataset
+    rows += [{"seed": 1, "task": t, "score": 10.0} for t in TASKS[:-1]]
     out = C.with_average(pd.DataFrame(rows), ["seed"])
     avg = out[out["task"] == "Avg."]
-    assert avg["seed"].tolist() == [0] and avg["score"].item() == pytest.approx(
-        3.0
-    )  # mean of 0..6
+    # mean of 0..6
+    assert avg["seed"].tolist() == [0] and avg["score"].item() == pytest.approx(3.0)
     assert len(out) == len(rows) + 1
-
-
-def test_the_intro_quotes_the_committed_bert_base_margins():
-    """book/intro.md states bert-base's margins over its random twin in prose: they must be what the
-    committed benchmark gives (rounded as printed), over the three init seeds it says."""
-    import re
-
-    intro = " ".join(
-        (Path(__file__).parents[2] / "book" / "intro.md").read_text().split()
-    )
-    found = re.search(
-        r"on STS-B by ([\d.]+) and ([\d.]+) points and on the seven-dataset mean by ([\d.]+) and "
-        r"([\d.]+) \(published rows against our control, (\w+) init seeds",
-        intro,
-    )
-    assert found, (
-        "the intro's sentence on bert-base's margins changed: update this test"
-    )
-    table = E.earned("bert-base-uncased", poolings=("first-last-avg",)).set_index(
-        ["method", "task"]
-    )
-    cells = [
-        ("whitening", "STSB"),
-        ("flow", "STSB"),
-        ("whitening", "Avg."),
-        ("flow", "Avg."),
-    ]
-    assert [float(v) for v in found.groups()[:4]] == [
-        round(table.loc[c, "earned"], 1) for c in cells
-    ]
-    assert found.group(5) == "three" and all(
-        table.loc[c, "control_seeds"] == 3 for c in cells
-    )
-    google = re.search(
-        r"and by a smaller ([\d.]+) and ([\d.]+) on STS-B and ([\d.]+) and ([\d.]+) on the mean "
-        r"against a control drawn with Google's initialiser",
-        intro,
-    )
-    assert google, (
-        "the intro's sentence on the Google-init control changed: update this test"
-    )
-    trunc = E.earned(
-        "bert-base-uncased", poolings=("first-last-avg",), init="trunc"
-    ).set_index(["method", "task"])
-    assert [float(v) for v in google.groups()] == [
-        round(trunc.loc[c, "earned"], 1) for c in cells
-    ]
-    assert all(trunc.loc[c, "control_seeds"] == 3 for c in cells)
 
 
 # ---------------------------------------------------------------------------------------- the harness
@@ -525,9 +466,8 @@ def test_harness_spread_by_hand_from_the_reference_file():
         ("flow", LI_FLOW, SIMCSE_FLOW, 66.31),
         ("whitening", SU_WHITENING, SIMCSE_WHITENING, 64.26),
     ):
-        assert statistics.mean(theirs) == pytest.approx(
-            printed_avg, abs=0.005
-        )  # the file's own average
+        # the file's own average
+        assert statistics.mean(theirs) == pytest.approx(printed_avg, abs=0.005)
         for i, task in enumerate(TASKS):
             assert spread[("first-last-avg", method, "target", task)] == pytest.approx(
                 abs(ours[i] - theirs[i])
@@ -568,9 +508,8 @@ def test_beyond_harness_compares_each_margin_with_its_configurations_spread(cont
         whitening["beyond_harness"]
     )
     assert whitening["harness_from"].startswith("one figure, quoted")
-    raw = out.loc[
-        ("none", "SICK-R")
-    ]  # one paper: the widest raw configuration (last-avg, vs SBERT)
+    # one paper: the widest raw configuration (last-avg, vs SBERT)
+    raw = out.loc[("none", "SICK-R")]
     assert (
         raw["harness_spread"] == pytest.approx(abs(58.21 - 58.40))
         and "fitted -" in raw["harness_from"]
@@ -593,13 +532,11 @@ def test_beyond_harness_compares_each_margin_with_its_configurations_spread(cont
     assert H.beyond_harness(live).empty
 
 
-def test_the_top_level_api_gives_each_moved_name_from_its_one_module():
-    """``bf.NAME`` (the chapters' way in) is the object of the module that defines it."""
+def test_the_top_level_api_reads_the_shipped_measurements_and_refuses_unknown_names():
+    """``bf.NAME`` (the chapters' way in) gives working objects; a name it lacks is an AttributeError."""
     import bertflow_mini as bf
 
-    assert bf.plot_scale_curve is plotting.plot_scale_curve
-    assert bf.SCALE_FILE == M.SCALE_FILE and bf.control_summary is C.control_summary
-    assert bf.earned is E.earned
-    assert not hasattr(E, "scale_curve")  # no second way in through the old module
+    assert bf.SCALE_FILE.exists()
+    assert set(bf.earned("bert-base-uncased")["task"]) >= {"STSB", "Avg."}
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         bf.nothing  # noqa: B018

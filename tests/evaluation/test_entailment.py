@@ -10,9 +10,8 @@ from bertflow_mini.evaluation import entailment as ent
 
 def test_auc_equals_the_fraction_of_correctly_ordered_pairs():
     rng = np.random.default_rng(0)
-    scores = np.round(
-        rng.normal(size=60), 1
-    )  # rounding makes ties, which count one half
+    # rounding makes ties, which count one half
+    scores = np.round(rng.normal(size=60), 1)
     labels = (rng.random(60) < 0.4).astype(int)
     pos, neg = scores[labels == 1], scores[labels == 0]
     want = np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
@@ -33,9 +32,8 @@ def test_cosine_auc_is_perfect_when_entailing_pairs_are_copies():
 
     rng = np.random.default_rng(0)
     vocab = {f"s{i}": rng.normal(size=8) for i in range(40)}
-    vocab.update(
-        {f"t{i}": vocab[f"s{i}"] * 2 for i in range(20)}
-    )  # t_i points where s_i does
+    # t_i points where s_i does
+    vocab.update({f"t{i}": vocab[f"s{i}"] * 2 for i in range(20)})
     first = [f"s{i}" for i in range(40)]
     second = [f"t{i}" if i < 20 else f"s{(i + 1) % 40}" for i in range(40)]
     pairs = ent.LabelledPairs(
@@ -54,6 +52,5 @@ def test_cosine_auc_is_perfect_when_entailing_pairs_are_copies():
             return super().fit(X)
 
     assert 0 <= ent.cosine_auc(pairs, embed, Spy()) <= 100
-    assert (
-        fitted_on == [len(pairs.sentences())] == [60]
-    )  # the paper's target fit: every sentence once
+    # the paper's target fit: every sentence once
+    assert fitted_on == [len(pairs.sentences())] == [60]

@@ -52,10 +52,11 @@ def test_word_edit_distances_split_words_and_check_lengths():
     got = word_edit_distances(
         ["A man is playing a guitar.", "Dogs run!"], ["A man plays guitar.", "dogs run"]
     )
+    # "is playing a" -> "plays"; case ignored, "!" is a token
     assert got.tolist() == [
         3,
         1,
-    ]  # "is playing a" -> "plays"; case ignored, "!" is a token
+    ]
     with pytest.raises(ValueError, match="equally long"):
         word_edit_distances(["a"], [])
 

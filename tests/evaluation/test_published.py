@@ -76,9 +76,8 @@ def reference_rows(
     li = table_rows(section(text, "Li et al. 2020"))
     su = table_rows(section(text, "Su et al. 2021"))
     simcse = section(text, "Gao et al. 2021")
-    quoted = section(
-        text, "Li et al. 2020"
-    )  # SBERT's rows are quoted in prose under Li et al.
+    # SBERT's rows are quoted in prose under Li et al.
+    quoted = section(text, "Li et al. 2020")
     assert (
         '"all" aggregation' in quoted
         and '"all" aggregation' in text.split("## Gao et al. 2021")[1].splitlines()[0]
@@ -261,12 +260,10 @@ def test_published_rows_select_the_model_pooling_and_tasks():
     flow = rows.loc["BERT-flow: flow (target, wmean)"]
     assert list(rows.columns) == ["STSB", "STS16", "Avg."]
     assert (flow["STSB"], flow["STS16"]) == (70.72, 75.37)
-    assert flow["Avg."] == pytest.approx(
-        (70.72 + 75.37) / 2
-    )  # the average of the chosen columns only
-    assert (
-        "SBERT: none (-, all)" not in rows.index
-    )  # SBERT's rows are last-avg and CLS, not first-last
+    # the average of the chosen columns only
+    assert flow["Avg."] == pytest.approx((70.72 + 75.37) / 2)
+    # SBERT's rows are last-avg and CLS, not first-last
+    assert "SBERT: none (-, all)" not in rows.index
     assert list(published_rows("bert-base-uncased", "cls").index) == [
         "SBERT: none (-, all)",
         "SimCSE: simcse-unsup (-, all)",
@@ -299,18 +296,18 @@ def test_table1_matches_the_reference_file(reference):
     assert len(want) == 7
     ours = published_table1()
     assert list(ours.columns) == ["[0,100)", "[100,500)", "[500,5K)", "[5K,…)"]
-    assert bucket_labels() == list(
-        ours.columns
-    )  # frequency_table's default buckets are the paper's
+    # frequency_table's default buckets are the paper's
+    assert bucket_labels() == list(ours.columns)
     assert ours.loc["words"].isna().all()  # the paper gives no bucket sizes
     for name, values in want.items():
         np.testing.assert_array_equal(ours.loc[name].to_numpy(), values, err_msg=name)
+    # read off the file by eye
     assert want["k-NN dot product, k=7"] == [
         0.72,
         0.90,
         1.17,
         1.60,
-    ]  # read off the file by eye
+    ]
 
 
 def test_qnli_and_pooling_tables_are_one_copy_each_with_the_papers_shape():

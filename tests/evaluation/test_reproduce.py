@@ -62,9 +62,8 @@ def test_the_other_fit_never_sees_a_sentence_of_the_target():
     assert not years & set(other[0][1]) and not years & set(other[1][1])
     # STS-B was compiled from STS12-16: some of its training sentences are theirs, and are left out
     assert set(other[0][1]) == stsb_train - years and stsb_train & years
-    assert (
-        rp.fitting_sentences("STS16", "other") == other
-    )  # one fitting set for the five years
+    # one fitting set for the five years
+    assert rp.fitting_sentences("STS16", "other") == other
 
 
 def test_postprocessors_by_name():
@@ -288,10 +287,11 @@ def test_a_real_flow_fitted_on_training_sentences_only(glove, mini_data, monkeyp
         )
 
     stsb, sick = distinct("STSB"), distinct("SICK-R")
+    # no test sentence, nothing twice
     assert [len(x) for x in fitted] == [
         len(stsb),
         len(stsb) + len(sick),
-    ]  # no test sentence, nothing twice
+    ]
     np.testing.assert_array_equal(fitted[0], glove_embed(stsb, glove.glove))
     np.testing.assert_array_equal(fitted[1], glove_embed(stsb + sick, glove.glove))
 
@@ -303,9 +303,8 @@ def test_a_real_flow_fitted_on_training_sentences_only(glove, mini_data, monkeyp
     )
     want = _scipy_spearman_of_cosines(left, right, [p[2] for p in test])
     assert table.mean.loc["flow", "STSB"] == pytest.approx(want, abs=1e-6)
-    assert (
-        table.mean.loc["flow", "STSB"] != table.mean.loc["none", "STSB"]
-    )  # the flow really transformed
+    # the flow really transformed
+    assert table.mean.loc["flow", "STSB"] != table.mean.loc["none", "STSB"]
 
 
 def test_default_methods_scale_the_truncation_like_the_whitening_paper():

@@ -34,9 +34,8 @@ def test_uniformity_equals_brute_force_over_pairs():
 
 def test_uniformity_limits_collapsed_is_zero_spread_is_about_minus_four():
     assert uniformity(np.ones((10, 3))) == pytest.approx(0.0, abs=1e-12)
-    spread = np.random.default_rng(1).normal(
-        size=(2000, 512)
-    )  # uniform directions in high dimension
+    # uniform directions in high dimension
+    spread = np.random.default_rng(1).normal(size=(2000, 512))
     assert uniformity(spread) == pytest.approx(-4.0, abs=0.05)
     sub = uniformity(spread, max_rows=500)
     assert sub == pytest.approx(-4.0, abs=0.05) and sub != uniformity(spread)

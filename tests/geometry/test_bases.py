@@ -113,9 +113,8 @@ def test_pairs_are_all_combinations():
     assert list(table.index) == [
         f"{p}, {q}" for p, q in itertools.combinations("abcd", 2)
     ]
-    assert np.allclose(
-        table["coordinate cosine"], table["true cosine"]
-    )  # orthonormal basis
+    # orthonormal basis
+    assert np.allclose(table["coordinate cosine"], table["true cosine"])
 
 
 def test_cosines_along_path_start_orthonormal_and_end_at_the_table():
@@ -123,9 +122,8 @@ def test_cosines_along_path_start_orthonormal_and_end_at_the_table():
 
     B, x = skewed_example()
     path = cosines_along_path(B, x, [0.0, 0.5, 1.0])
-    np.testing.assert_allclose(
-        path.loc[0.0].to_numpy(), 0.0, atol=1e-12
-    )  # every pair coordinate-orthogonal
+    # every pair coordinate-orthogonal
+    np.testing.assert_allclose(path.loc[0.0].to_numpy(), 0.0, atol=1e-12)
     table = cosine_table(B, x)
     np.testing.assert_allclose(
         path.loc[1.0].to_numpy(), table["true cosine"].to_numpy(), atol=1e-12

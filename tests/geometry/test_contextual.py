@@ -23,15 +23,13 @@ def test_token_states_are_the_hidden_states_of_the_real_tokens(
             **enc.tokenizer(sentences[1], return_tensors="pt"),
             output_hidden_states=True,
         )
-    expected = np.stack(
-        [h[0, 1:-1].numpy() for h in out.hidden_states]
-    )  # [CLS] … [SEP] dropped
+    # [CLS] … [SEP] dropped
+    expected = np.stack([h[0, 1:-1].numpy() for h in out.hidden_states])
     np.testing.assert_allclose(
         states[:, len(ids[0]) - 2 :], expected, rtol=1e-5, atol=1e-5
     )
-    padded = token_states(
-        enc, sentences, batch_size=2
-    )  # padding must not add rows or change values
+    # padding must not add rows or change values
+    padded = token_states(enc, sentences, batch_size=2)
     np.testing.assert_allclose(padded, states, rtol=1e-4, atol=1e-4)
 
 
@@ -51,9 +49,8 @@ def test_input_embedding_average_by_hand(tiny_bert_dir):
 
     enc = load_encoder(str(tiny_bert_dir))
     ids = sentence_token_ids(enc.tokenizer, ["a cat sat.", "the dog"])
-    assert (
-        ids[1].tolist() == enc.tokenizer("the dog")["input_ids"][1:-1]
-    )  # no [CLS]/[SEP]
+    # no [CLS]/[SEP]
+    assert ids[1].tolist() == enc.tokenizer("the dog")["input_ids"][1:-1]
     E = np.arange(enc.tokenizer.vocab_size * 2, dtype=float).reshape(-1, 2)
     out = input_embedding_average(E, ids)
     np.testing.assert_allclose(out[1], E[ids[1]].mean(axis=0))
@@ -71,9 +68,8 @@ def test_input_embedding_average_by_hand(tiny_bert_dir):
 def test_occurrence_offset_weighs_each_use_once():
     from bertflow_mini.geometry.contextual import occurrence_offset
 
-    E = np.array(
-        [[1.0, 0.0], [0.0, 2.0], [5.0, 5.0]]
-    )  # row 2 never used: it must not count
+    # row 2 never used: it must not count
+    E = np.array([[1.0, 0.0], [0.0, 2.0], [5.0, 5.0]])
     ids = [np.array([0, 0, 1]), np.array([0])]  # row 0 used 3 times, row 1 once
     mu, share = occurrence_offset(E, ids)
     rows = E[[0, 0, 1, 0]]  # the occurrences themselves, spelled out
@@ -94,13 +90,11 @@ def test_top_direction_frequency_finds_a_frequency_axis():
     counts = rng.integers(0, 10_000, size=400)
     axis = rng.normal(size=8)
     noise = 0.05 * rng.normal(size=(400, 8))
-    X = (
-        np.outer(np.log1p(counts) - 5, axis) + noise
-    )  # the dominant direction is frequency
+    # the dominant direction is frequency
+    X = np.outer(np.log1p(counts) - 5, axis) + noise
     assert top_direction_frequency(X, counts) > 0.95
-    assert (
-        top_direction_frequency(-X, counts) > 0.95
-    )  # the sign of a direction is arbitrary
+    # the sign of a direction is arbitrary
+    assert top_direction_frequency(-X, counts) > 0.95
     assert top_direction_frequency(X, rng.permutation(counts)) < 0.2  # unrelated counts
     with pytest.raises(ValueError, match="one finite number per row"):
         top_direction_frequency(X, counts[:-1])

@@ -30,9 +30,8 @@ def test_hull_lp_on_hand_made_triangles():
     triangle = np.array([[1.0, 0.0], [-1.0, 1.0], [-1.0, -1.0]])
     assert origin_in_convex_hull(triangle)
     assert not origin_in_convex_hull(triangle + [3.0, 0.0])
-    assert origin_in_convex_hull(
-        np.array([[1.0, 1.0], [-1.0, -1.0]])
-    )  # origin on a segment
+    # origin on a segment
+    assert origin_in_convex_hull(np.array([[1.0, 1.0], [-1.0, -1.0]]))
     assert not origin_in_convex_hull(np.array([[1.0, 1.0], [2.0, 2.0]]))
 
 
@@ -41,9 +40,8 @@ def test_hull_lp_agrees_with_scipy_convex_hull_in_2d():
     answers = []
     for _ in range(60):
         P = rng.normal(size=(8, 2)) + rng.normal(scale=1.5, size=2)
-        offsets = scipy.spatial.ConvexHull(P).equations[
-            :, -1
-        ]  # facet normal·x + offset <= 0 inside
+        # facet normal·x + offset <= 0 inside
+        offsets = scipy.spatial.ConvexHull(P).equations[:, -1]
         if np.abs(offsets).min() < 1e-6:
             continue  # origin on the boundary: skip the tie
         expected = bool((offsets < 0).all())
@@ -87,12 +85,10 @@ def test_unseen_token_norm_grows_without_bound_when_origin_outside():
     run = unseen_token_dynamics(H, W_seen, steps=20000, lr=1.0, seed=0)
     n = run.norms
     assert np.all(np.diff(n[100:]) > 0)  # still growing at every step
-    assert (
-        n[2000] - n[200] > 1.0 and n[20000] - n[2000] > 1.0
-    )  # ~log t: equal gains per decade
-    assert (
-        np.all(np.diff(run.loss) < 0) and run.loss[-1] < 0.01 * run.loss[0]
-    )  # infimum 0, reached only at ∞
+    # ~log t: equal gains per decade
+    assert n[2000] - n[200] > 1.0 and n[20000] - n[2000] > 1.0
+    # infimum 0, reached only at ∞
+    assert np.all(np.diff(run.loss) < 0) and run.loss[-1] < 0.01 * run.loss[0]
     assert run.cos_to_optimal[-1] > 0.98  # heading for the max-margin direction
 
 
@@ -101,9 +97,8 @@ def test_unseen_token_norm_stays_bounded_when_origin_inside():
     W_seen = np.random.default_rng(1).normal(size=(20, 5))
     run = unseen_token_dynamics(H, W_seen, steps=20000, lr=1.0, seed=0)
     assert run.norms.max() < 10.0
-    assert (
-        abs(run.norms[-1] - run.norms[10000]) < 1e-6
-    )  # converged to a finite minimiser
+    # converged to a finite minimiser
+    assert abs(run.norms[-1] - run.norms[10000]) < 1e-6
     assert run.u is None and np.isnan(run.cos_to_optimal).all()
 
 
@@ -115,9 +110,8 @@ def test_unseen_token_gradient_matches_autograd():
     w0 = torch.tensor(np.random.default_rng(0).normal(size=3) * 0.1, requires_grad=True)
     Ht, Wt = torch.tensor(H), torch.tensor(W_seen)
     logits = torch.cat([Ht @ Wt.T, (Ht @ w0)[:, None]], dim=1)
-    targets = torch.zeros(
-        10, dtype=torch.long
-    )  # any seen targets: w's gradient does not depend on them
+    # any seen targets: w's gradient does not depend on them
+    targets = torch.zeros(10, dtype=torch.long)
     torch.nn.functional.cross_entropy(logits, targets).backward()
     np.testing.assert_allclose(run.w, (w0 - lr * w0.grad).detach().numpy(), rtol=1e-10)
 
@@ -130,19 +124,15 @@ def test_with_a_bias_the_unseen_token_escapes_through_b_even_with_the_origin_ins
     W_seen = np.random.default_rng(1).normal(size=(20, 5))
     plain = unseen_token_dynamics(H, W_seen, steps=20000, lr=1.0, seed=0)
     biased = unseen_token_dynamics(H, W_seen, steps=20000, lr=1.0, seed=0, bias=True)
-    assert biased.biases[0] == 0 and np.all(
-        np.diff(biased.biases) < 0
-    )  # the bias only ever falls
-    assert (
-        biased.biases[-1] < -5 and biased.norms.max() < 10.0
-    )  # b runs off, w stays bounded
-    assert (
-        biased.loss[-1] < 0.01 * plain.loss[-1]
-    )  # a loss the embedding alone cannot reach
+    # the bias only ever falls
+    assert biased.biases[0] == 0 and np.all(np.diff(biased.biases) < 0)
+    # b runs off, w stays bounded
+    assert biased.biases[-1] < -5 and biased.norms.max() < 10.0
+    # a loss the embedding alone cannot reach
+    assert biased.loss[-1] < 0.01 * plain.loss[-1]
     assert biased.u is not None and biased.cos_to_optimal[-1] > 0.99
-    np.testing.assert_allclose(
-        biased.u, [0, 0, 0, 0, 0, -1], atol=1e-6
-    )  # p* = 0: the direction is (0, -1)
+    # p* = 0: the direction is (0, -1)
+    np.testing.assert_allclose(biased.u, [0, 0, 0, 0, 0, -1], atol=1e-6)
 
 
 def test_lifted_hull_nearest_point_is_p_star_with_a_one_appended():
@@ -162,9 +152,8 @@ def test_with_a_bias_the_ratio_of_norm_to_bias_heads_for_the_margin():
     gamma = np.linalg.norm(min_norm_point(H))
     ratios = run.norms[[5000, 50000]] / np.abs(run.biases[[5000, 50000]])
     assert abs(ratios[1] - gamma) < abs(ratios[0] - gamma)  # converging on γ
-    assert run.cos_to_optimal[50000] > max(
-        run.cos_to_optimal[5000], 0.98
-    )  # towards −(p*, 1)/‖·‖
+    # towards −(p*, 1)/‖·‖
+    assert run.cos_to_optimal[50000] > max(run.cos_to_optimal[5000], 0.98)
 
 
 def test_biased_gradient_step_matches_autograd():
@@ -175,9 +164,8 @@ def test_biased_gradient_step_matches_autograd():
     w0 = torch.tensor(np.random.default_rng(0).normal(size=3) * 0.1, requires_grad=True)
     b0 = torch.zeros((), dtype=torch.float64, requires_grad=True)
     Ht, Wt = torch.tensor(H), torch.tensor(W_seen)
-    logits = torch.cat(
-        [Ht @ Wt.T, (Ht @ w0 + b0)[:, None]], dim=1
-    )  # seen tokens have no bias here
+    # seen tokens have no bias here
+    logits = torch.cat([Ht @ Wt.T, (Ht @ w0 + b0)[:, None]], dim=1)
     torch.nn.functional.cross_entropy(
         logits, torch.zeros(10, dtype=torch.long)
     ).backward()
@@ -206,9 +194,8 @@ def test_layernorm_separator_holds_for_every_output_of_a_real_layernorm():
     )
     assert margin > 0.05
     np.testing.assert_allclose(out @ u, -margin, atol=1e-5)  # all on one hyperplane
-    assert (
-        np.linalg.norm(min_norm_point(out)) >= margin - 1e-6
-    )  # a lower bound on the true margin
+    # a lower bound on the true margin
+    assert np.linalg.norm(min_norm_point(out)) >= margin - 1e-6
 
 
 def test_layernorm_separator_without_shift_guarantees_nothing_and_rejects_bad_input():
@@ -262,9 +249,8 @@ def test_zipf_toy_rare_tokens_drift_against_the_contexts():
     along = run.W @ mean_h
     frequent, rare = run.counts >= 50, run.counts <= 2
     assert frequent.sum() >= 5 and rare.sum() >= 50
-    assert (
-        along[rare].mean() < 0 < along[frequent].mean()
-    )  # rare ones pushed to −mean(h)
+    # rare ones pushed to −mean(h)
+    assert along[rare].mean() < 0 < along[frequent].mean()
     norms = np.linalg.norm(run.W, axis=1)
     assert norms[rare].mean() > norms[frequent].mean()
 

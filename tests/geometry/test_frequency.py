@@ -28,9 +28,8 @@ def brute_force_knn(E: np.ndarray, k: int):
 
 def test_knn_matches_brute_force():
     rng = np.random.default_rng(0)
-    E = rng.normal(
-        size=(150, 12)
-    )  # continuous random data: no tied distances (almost surely)
+    # continuous random data: no tied distances (almost surely)
+    E = rng.normal(size=(150, 12))
     dist_ref, idx_ref = brute_force_knn(E, 7)
     dist, idx, dot = knn(E, 7, chunk=64)
     np.testing.assert_array_equal(idx, idx_ref)
@@ -118,14 +117,14 @@ def test_whole_word_vocab_on_hand_written_vocab():
 def test_table_shows_norm_growing_with_rank():
     rng = np.random.default_rng(0)
     n, d = 700, 16
+    # the last three must be ignored
     words = [f"w{i}" for i in range(n)] + [
         "[CLS]",
         "##x",
         "42",
-    ]  # the last three must be ignored
-    freqs = np.concatenate(
-        [1.0 / np.arange(1, n + 1), [1.0, 1.0, 1.0]]
-    )  # word i has rank i
+    ]
+    # word i has rank i
+    freqs = np.concatenate([1.0 / np.arange(1, n + 1), [1.0, 1.0, 1.0]])
     directions = rng.normal(size=(n + 3, d))
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     norms = 1.0 + np.concatenate([np.arange(n), [0, 0, 0]]) / n  # norm grows with rank
@@ -140,11 +139,12 @@ def test_table_shows_norm_growing_with_rank():
     expected = [norms[:100].mean(), norms[100:500].mean(), norms[500:n].mean()]
     np.testing.assert_allclose(table.loc["mean ℓ2 norm"], expected, rtol=1e-12)
     assert table.loc["mean ℓ2 norm"].is_monotonic_increasing
+    # neighbour statistics average more neighbours as k grows: distances grow with k
     for k in (
         3,
         5,
         7,
-    ):  # neighbour statistics average more neighbours as k grows: distances grow with k
+    ):
         assert (table.loc[f"k-NN ℓ2 distance, k={k}"] > 0).all()
     assert (
         table.loc["k-NN ℓ2 distance, k=7"] >= table.loc["k-NN ℓ2 distance, k=3"]
@@ -295,17 +295,14 @@ def test_norm_by_corpus_count_by_hand():
     t = norm_by_corpus_count(E, E0, counts, rows=range(6), edges=(0, 1, 5))
     assert list(t.index) == ["0", "1–4", "≥ 5"]
     assert t.loc["0", "tokens"] == 2
-    assert t.loc["0", "displacements' mean cosine"] == pytest.approx(
-        1.0
-    )  # both moved along +y
-    assert t.loc["1–4", "displacements' mean cosine"] == pytest.approx(
-        -1.0
-    )  # opposite ways
+    # both moved along +y
+    assert t.loc["0", "displacements' mean cosine"] == pytest.approx(1.0)
+    # opposite ways
+    assert t.loc["1–4", "displacements' mean cosine"] == pytest.approx(-1.0)
     assert t.loc["0", "norm after"] == pytest.approx((np.sqrt(2) + np.sqrt(5)) / 2)
     assert t.loc["≥ 5", "norm before"] == pytest.approx(1.0)
-    assert t.loc["≥ 5", "displacement norm"] == pytest.approx(
-        3.0
-    )  # |(0,1)| and |(3,4)|, averaged
+    # |(0,1)| and |(3,4)|, averaged
+    assert t.loc["≥ 5", "displacement norm"] == pytest.approx(3.0)
     with pytest.raises(ValueError, match="must agree"):
         norm_by_corpus_count(E, E0[:5], counts, rows=range(5))
 
@@ -325,9 +322,8 @@ def test_token_counts_reads_a_checkpoint_or_estimates_from_wordfreq(tmp_path):
     from bertflow_mini.geometry.corpus_counts import token_counts
 
     vocab = ["the", "cat", "zzqxv"]
-    counts, source = token_counts(
-        str(tmp_path), vocab, corpus_words=1e6
-    )  # no token_counts.npy
+    # no token_counts.npy
+    counts, source = token_counts(str(tmp_path), vocab, corpus_words=1e6)
     expected = [round(wordfreq.word_frequency(w, "en") * 1e6) for w in vocab]
     assert (
         counts.tolist() == expected
@@ -350,11 +346,12 @@ def test_drift_along_tells_the_way_each_group_moved():
     counts = np.array([0, 0, 0, 2, 2, 2, 50, 50, 50])
     move = np.where(counts[:, None] == 0, -h, 0.0)  # never seen: pushed against h
     move += np.where(counts[:, None] == 50, 3 * h, 0.0)  # frequent: pulled along h
+    # mean (0, 0, 2/3, 0): orthogonal
     move[3:6] = [
         [0, 1, 0, 0],
         [0, -1, 0, 0],
         [0, 0, 2, 0],
-    ]  # mean (0, 0, 2/3, 0): orthogonal
+    ]
     s = drift_along(
         E0 + move, E0, counts, rows=range(9), direction=5 * h, edges=(0, 1, 10)
     )

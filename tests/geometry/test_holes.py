@@ -98,9 +98,8 @@ def test_token_counts_fall_back_to_the_sentences_and_content_ids_drop_cls_sep(
     ids = holes.content_ids(enc.tokenizer, sentences)
     the = enc.tokenizer.convert_tokens_to_ids("the")
     assert [len(i) for i in ids] == [2, 3]
-    counts = holes.token_counts(
-        enc, sentences
-    )  # no token_counts.npy in the tiny model's folder
+    # no token_counts.npy in the tiny model's folder
+    counts = holes.token_counts(enc, sentences)
     assert (
         counts[the] == 3
         and counts[enc.tokenizer.cls_token_id] == 2
@@ -122,9 +121,8 @@ def test_gaussian_twin_has_the_datas_moments():
 
 
 def test_sentence_rarity_by_hand():
-    counts = np.array(
-        [90.0, 9.0, 1.0, 0.0]
-    )  # relative frequencies .9, .09, .01, unseen
+    # relative frequencies .9, .09, .01, unseen
+    counts = np.array([90.0, 9.0, 1.0, 0.0])
     got = holes.sentence_rarity([[0], [1, 2], [3]], counts)
     np.testing.assert_allclose(
         got, [-np.log10(0.9), (-np.log10(0.09) - np.log10(0.01)) / 2, 2.0]

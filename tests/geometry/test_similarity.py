@@ -32,9 +32,8 @@ def test_mahalanobis_cosine_matches_scipys_mahalanobis_distance_by_polarisation(
     vi = np.linalg.inv(cov)
     a, b = x[0], x[1]
     na, nb, nab = mahalanobis(a, mu, vi), mahalanobis(b, mu, vi), mahalanobis(a, b, vi)
-    want = (
-        (na**2 + nb**2 - nab**2) / 2 / (na * nb)
-    )  # ⟨u, v⟩ = (|u|² + |v|² − |u − v|²) / 2
+    # ⟨u, v⟩ = (|u|² + |v|² − |u − v|²) / 2
+    want = (na**2 + nb**2 - nab**2) / 2 / (na * nb)
     assert sim.mahalanobis_cosine(a[None], b[None], mu, cov)[0] == pytest.approx(
         want, abs=1e-10
     )
@@ -76,9 +75,8 @@ def test_greedy_match_by_hand():
     b = np.array([[2.0, 0.0]])  # candidate: one token, parallel to a's first
     p, r, f = sim.greedy_match(a, b, np.ones(2), np.ones(1))
     assert (p, r) == (1.0, 0.5) and f == pytest.approx(2 / 3)
-    p, r, f = sim.greedy_match(
-        a, b, np.array([3.0, 1.0]), np.ones(1)
-    )  # the matched token weighs 3
+    # the matched token weighs 3
+    p, r, f = sim.greedy_match(a, b, np.array([3.0, 1.0]), np.ones(1))
     assert r == pytest.approx(0.75)
     with pytest.raises(ValueError):
         sim.greedy_match(a, np.zeros((0, 2)), np.ones(2), np.ones(0))
@@ -121,9 +119,8 @@ def test_token_vectors_average_to_the_sentence_vector(tiny_bert_dir):
         atol=1e-5,
     )
     content = sim.token_vectors(enc, sentences)
-    n_tokens = [
-        len(enc.tokenizer(s)["input_ids"]) - 2 for s in sentences
-    ]  # without [CLS] and [SEP]
+    # without [CLS] and [SEP]
+    n_tokens = [len(enc.tokenizer(s)["input_ids"]) - 2 for s in sentences]
     assert (
         [len(v) for v in content.vectors] == n_tokens == [len(i) for i in content.ids]
     )
