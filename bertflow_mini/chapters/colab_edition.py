@@ -271,7 +271,12 @@ def _with_summary(cells: list) -> list:
     if at is None:
         return cells + summary
     text = cells[at].source
-    split = re.search(r"^#{1,6}\s+References\b", text, re.M).start()
+    heading = re.search(r"^#{1,6}\s+References\b", text, re.M)
+    if heading is None:
+        raise ValueError(
+            f"cell {at} was taken for the References cell but has no such heading"
+        )
+    split = heading.start()
     before, references = text[:split].rstrip(), text[split:]
     head = cells[:at]
     if before:

@@ -169,10 +169,11 @@ def cell_tolerance(cell: dict[str, Any]) -> Tolerance | None:
     readers would see them.
     """
     source = _joined(cell.get("source", ""))
-    if SOURCE_MARKERS.search(source):
+    marker = SOURCE_MARKERS.search(source)
+    if marker:
         raise ValueError(
             "test markers belong in the cell's metadata, not its source: "
-            f"{SOURCE_MARKERS.search(source).group(0)!r}"
+            f"{marker.group(0)!r}"
         )
     metadata = cell.get("metadata", {})
     if CHECK_TAG not in metadata.get("tags", []):
@@ -340,7 +341,9 @@ def unchecked_moves(
     for i, (c, f) in enumerate(zip(committed["cells"], fresh["cells"])):
         if c["cell_type"] != "code" or cell_tolerance(c) is not None:
             continue
-        pairs = zip(output_texts(c.get("outputs", [])), output_texts(f.get("outputs", [])))
+        pairs = zip(
+            output_texts(c.get("outputs", [])), output_texts(f.get("outputs", []))
+        )
         for (kind, old), (_, new) in pairs:
             numbers_c, numbers_f = split_numbers(old)[1], split_numbers(new)[1]
             if len(numbers_c) != len(numbers_f):
@@ -384,7 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     print(drift_report(Path(args.committed).name, drifts, top=len(drifts)))
     for m in mismatches:
         print(f"MISMATCH {m}")
-    over = [d for d in drifts if args.max_share is not None and d.share > args.max_share]
+    over = [
+        d for d in drifts if args.max_share is not None and d.share > args.max_share
+    ]
     for d in over:
         print(f"OVER {args.max_share:g} OF TOLERANCE ({d.share:.2f}) {d}")
     if args.unchecked and len(committed["cells"]) == len(fresh["cells"]):

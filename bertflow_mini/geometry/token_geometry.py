@@ -182,11 +182,13 @@ def count_groups(
 ) -> pd.DataFrame:
     """Per corpus-count group ``[edges[i], edges[i+1])`` (the last open): number of tokens, mean norm,
     mean output bias and the mean cosine between two tokens of the group. Empty groups are left out."""
-    edges = [*edges, np.inf]
-    if any(b <= a for a, b in pairwise(edges)) or edges[0] < 0:
-        raise ValueError(f"edges must be non-negative and increasing, got {edges[:-1]}")
+    bounds: list[float] = [*edges, np.inf]
+    if any(b <= a for a, b in pairwise(bounds)) or bounds[0] < 0:
+        raise ValueError(
+            f"edges must be non-negative and increasing, got {list(edges)}"
+        )
     E, keep, rows = layer.embeddings, ~layer.special, {}
-    for lo, hi in pairwise(edges):
+    for lo, hi in zip(edges, bounds[1:]):
         group = keep & (layer.counts >= lo) & (layer.counts < hi)
         if group.sum() < 2:
             continue

@@ -341,7 +341,12 @@ def test_the_command_fails_on_a_number_beyond_the_allowed_share_and_lists_unchec
 
     from bertflow_mini.chapters.output_check import main
 
-    unchecked = {"cell_type": "code", "metadata": {}, "source": "", "execution_count": 1}
+    unchecked = {
+        "cell_type": "code",
+        "metadata": {},
+        "source": "",
+        "execution_count": 1,
+    }
     before = notebook(
         checked_cell("rtol=0.02", stdout("a 60.0")),
         {**unchecked, "outputs": [stdout("top: the (35)")]},
