@@ -43,11 +43,10 @@ from bertflow_mini._threads import torch_threads
 from bertflow_mini.encoders.pooling import pool
 from bertflow_mini.encoders.runs import run_folder, run_key, write_run_log
 from bertflow_mini.encoders.sources import short_name
-from bertflow_mini.encoders.spec import SIMCSE_SUFFIX, check_simcse_seed, simcse_name
+from bertflow_mini.encoders.spec import check_simcse_seed, simcse_name
 
 #: Bump when the training code changes what a config produces: every cached SimCSE model is retrained.
 VERSION = 1
-SUFFIX = SIMCSE_SUFFIX
 
 
 @dataclass(frozen=True)

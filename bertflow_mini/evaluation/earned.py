@@ -37,7 +37,7 @@ COLUMNS = [
     "earned", "control_sd", "control_seeds", "low", "high", "pretrained_sd",
     "pretrained_seeds", "pretrained_source", "control_source",
 ]  # fmt: skip
-#: The controls' initialisers (:data:`bertflow_mini.encoders.names.INITIALISERS`:
+#: The controls' initialisers (:data:`bertflow_mini.encoders.spec.INITIALISERS`:
 #: ``<name>@0`` and ``<name>@0-trunc``), with the labels the tables print.
 INITS = {
     "hf": "Hugging Face's normal(0.02)",

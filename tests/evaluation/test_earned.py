@@ -234,7 +234,7 @@ def test_the_google_init_control_is_read_and_labelled_apart_from_hugging_faces(
     )
     with pytest.raises(ValueError, match="init="):
         E.earned("bert-base-uncased", init="xavier", **kwargs)
-    from bertflow_mini.encoders.names import INITIALISERS
+    from bertflow_mini.encoders.spec import INITIALISERS
 
     # the tables' labels cover exactly the initialisers names builds
     assert tuple(E.INITS) == INITIALISERS
