@@ -180,7 +180,7 @@ test-colab: $(VENV)/.installed-test cache
 # SimCSE), then every chapter executed into .../executed/ and compared with its committed outputs,
 # failing on any mismatch and on any checked number past half its tolerance; numbers that moved
 # in unchecked cells are listed for the prose review. About 45 minutes per perturbation on two
-# cores (75 for the compatible/default one); a second run reuses its cache.
+# cores (75 for the compatible/default one); a second run reuses its model cache.
 THREADS = OMP_NUM_THREADS=$(1),MKL_NUM_THREADS=$(1),OPENBLAS_NUM_THREADS=$(1)
 ifeq ($(REPRETRAIN),)
 PERTURBATIONS ?= $(call THREADS,1) OPENBLAS_CORETYPE=Sandybridge MKL_CBWR=AVX2 \
@@ -202,7 +202,7 @@ test-portability: $(VENV)/.installed-test
 	    || { failed="$$failed $$p"; continue; }; \
 	  for nb in $(CHAPTERS); do \
 	    out=$$dir/executed/$$(basename $$nb); \
-	    [ -f $$out -a $$out -nt $$nb ] || env $$(echo $$p | tr , ' ') BERTFLOW_CACHE=$(abspath .)/$$dir/cache \
+	    env $$(echo $$p | tr , ' ') BERTFLOW_CACHE=$(abspath .)/$$dir/cache \
 	      $(PY) -m bertflow_mini.chapters.execute $$nb --output $$out || { failed="$$failed $$p:$$nb"; continue; }; \
 	    $(PY) -m bertflow_mini.chapters.output_check $$nb $$out --max-share 0.5 --unchecked \
 	      > $$out.report || failed="$$failed $$p:$$nb"; \

@@ -195,8 +195,8 @@ def glue(name: str, value: object, display: bool = True) -> None:
         if display:
             try:
                 from IPython.display import display as show
-            # plain Python
             except ImportError:
+                # plain Python
                 show = print  # type: ignore[assignment]
             show(value)
         return

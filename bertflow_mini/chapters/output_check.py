@@ -26,7 +26,7 @@ float tolerance.
 ``python -m bertflow_mini.chapters.output_check COMMITTED.ipynb FRESH.ipynb`` compares two whole
 notebooks (``make refresh`` prints it for each chapter it rewrote): every number that moved, and
 every checked cell that no longer matches; ``--max-share 0.5`` also fails on a number that used more
-than half its tolerance, and ``--unchecked`` lists the numbers that moved in unchecked cells.
+than half its tolerance, and ``--unchecked`` lists how the unchecked cells' outputs changed.
 """
 
 from __future__ import annotations
@@ -332,29 +332,18 @@ def drift_report(name: str, drifts: list[Drift], top: int = 3) -> str:
     )
 
 
-def unchecked_moves(
+def unchecked_changes(
     committed: dict[str, Any], fresh: dict[str, Any]
-) -> list[tuple[str, str, str]]:
-    """(where, committed text, fresh text) for each printed number that changed in an *unchecked*
-    code cell: what a sentence quoting that number would get wrong on another run."""
-    moves: list[tuple[str, str, str]] = []
+) -> list[Mismatch]:
+    """How each *unchecked* code cell's output differs from the committed one, compared exactly
+    (:func:`compare_cell` under :data:`EXACT`): what a sentence quoting it would get wrong on
+    another run."""
+    changes: list[Mismatch] = []
     for i, (c, f) in enumerate(zip(committed["cells"], fresh["cells"])):
-        if c["cell_type"] != "code" or cell_tolerance(c) is not None:
-            continue
-        pairs = zip(
-            output_texts(c.get("outputs", [])), output_texts(f.get("outputs", []))
-        )
-        for (kind, old), (_, new) in pairs:
-            numbers_c, numbers_f = split_numbers(old)[1], split_numbers(new)[1]
-            if len(numbers_c) != len(numbers_f):
-                moves.append((f"cell {i} ({kind})", "text", "changed"))
-                continue
-            moves += [
-                (f"cell {i} ({kind})", a.text, b.text)
-                for a, b in zip(numbers_c, numbers_f)
-                if a.text != b.text
-            ]
-    return moves
+        if c["cell_type"] == "code" and cell_tolerance(c) is None:
+            exact = {**c, "metadata": {"tags": [CHECK_TAG]}}
+            changes += compare_cell(exact, f, f"cell {i}")[0]
+    return changes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -376,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--unchecked",
         action="store_true",
-        help="also list the numbers that moved in unchecked cells (for reviewing the prose)",
+        help="also list how unchecked cells' outputs changed (for reviewing the prose)",
     )
     args = parser.parse_args(argv)
     committed, fresh = (
@@ -393,8 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     for d in over:
         print(f"OVER {args.max_share:g} OF TOLERANCE ({d.share:.2f}) {d}")
     if args.unchecked and len(committed["cells"]) == len(fresh["cells"]):
-        for where, old, new in unchecked_moves(committed, fresh):
-            print(f"UNCHECKED {where}: {old} is now {new}")
+        for change in unchecked_changes(committed, fresh):
+            print(f"UNCHECKED {change}")
     return 1 if mismatches or over else 0
 
 

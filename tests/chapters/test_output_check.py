@@ -336,7 +336,8 @@ def test_the_command_fails_on_a_number_beyond_the_allowed_share_and_lists_unchec
     tmp_path, capsys
 ):
     """``--max-share 0.5``: a number within its tolerance but past half of it fails (the
-    portability runs require that margin); ``--unchecked`` lists moves in unchecked cells."""
+    portability runs require that margin); ``--unchecked`` lists how unchecked cells changed: a
+    moved number, and a ranking whose words changed (near-tied tokens swapping places)."""
     import json
 
     from bertflow_mini.chapters.output_check import main
@@ -350,10 +351,12 @@ def test_the_command_fails_on_a_number_beyond_the_allowed_share_and_lists_unchec
     before = notebook(
         checked_cell("rtol=0.02", stdout("a 60.0")),
         {**unchecked, "outputs": [stdout("top: the (35)")]},
+        {**unchecked, "outputs": [stdout("model: ['act', 'person']")]},
     )
     after = notebook(
         checked_cell("rtol=0.02", stdout("a 59.1")),
         {**unchecked, "outputs": [stdout("top: the (36)")]},
+        {**unchecked, "outputs": [stdout("model: ['person', 'act']")]},
     )
     for name, nb in {"before": before, "after": after}.items():
         (tmp_path / f"{name}.ipynb").write_text(json.dumps(nb))
@@ -364,4 +367,8 @@ def test_the_command_fails_on_a_number_beyond_the_allowed_share_and_lists_unchec
     out = capsys.readouterr().out
     assert "OVER 0.5 OF TOLERANCE (0.75)" in out
     assert "UNCHECKED cell 1 (stdout): 35 is now 36" in out
+    assert (
+        "UNCHECKED cell 2 (stdout): text \"model: ['act', 'person']\" is now "
+        "\"model: ['person', 'act']\"" in out
+    )
     assert main([*paths, "--max-share", "0.8"]) == 0
