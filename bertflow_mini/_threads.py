@@ -12,6 +12,12 @@ from contextlib import contextmanager
 
 import torch
 
+#: torch CPU threads for the training runs the chapters read from the cache (pretraining, SimCSE):
+#: fixed rather than the core count, because the number of threads changes how sums are split and
+#: so the trained weights (pretraining 12 steps with 1 and with 2 threads gives different bits);
+#: 2 is the count the committed outputs were made with.
+TRAINING_THREADS = 2
+
 
 @contextmanager
 def torch_threads(threads: int | None) -> Iterator[None]:

@@ -194,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=int,
         default=None,
-        help="torch CPU threads (default: every core; 1 is faster on a machine busy with other work)",
+        help="torch CPU threads for encoding (default: every core); the fine-tuning itself always "
+        "uses 2, since the thread count changes the trained weights",
     )
     p.set_defaults(func=cmd_simcse)
     p = sub.add_parser(

@@ -223,7 +223,7 @@ def cmd_simcse(args: argparse.Namespace) -> int:
     from bertflow_mini.evaluation.reproduce import embed_task
 
     if args.threads:
-        torch.set_num_threads(args.threads)  # simcse.train_and_save keeps this setting
+        torch.set_num_threads(args.threads)
     runs: list[tuple[str, int]] = []  # (base model, SimCSE seed)
     for model in args.models:
         spec = parse_name(model)

@@ -228,11 +228,9 @@ def simcse_encoder(encoder: Encoder, seed: int = 0) -> Encoder:
 
 def training_log_of(name: str):
     """The training log of a trained checkpoint name: scratch-bert's curve and facts, or a SimCSE
-    model's loss per step and facts. Builds the run first when it is missing (with
-    :func:`build`'s message): chapter 7 reads its SimCSE logs before it fine-tunes by name."""
+    model's loss per step and facts. A lookup: a run not built yet is a :class:`NotBuiltError`
+    that says how to build it (:func:`build`)."""
     kind = parse_name(name).kind
-    if kind in ("simcse", "scratch"):
-        build(name)
     if kind == "simcse":
         return simcse.read_training_log(Path(resolve_model(name)))
     if kind == "scratch":

@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -32,7 +31,7 @@ import torch
 
 from bertflow_mini._device import cuda_devices, default_device
 from bertflow_mini._io import atomic_dir
-from bertflow_mini._threads import torch_threads
+from bertflow_mini._threads import TRAINING_THREADS, torch_threads
 from bertflow_mini.data.corpus import corpus_sentences, split_held_out, unigram_entropy
 from bertflow_mini.encoders.mlm import MLMData, evaluate_mlm, tokenize, train_mlm
 from bertflow_mini.encoders.runs import (
@@ -175,7 +174,7 @@ def pretrain(
         device = default_device()
         with (
             torch.random.fork_rng(devices=cuda_devices(device)),
-            torch_threads(threads or os.cpu_count()),
+            torch_threads(threads or TRAINING_THREADS),
         ):
             # the initial weights are drawn on the CPU, then moved
             torch.manual_seed(recipe.seed)

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from bertflow_mini._device import cuda_devices
 from bertflow_mini._io import atomic_dir
 from bertflow_mini._progress import tqdm
-from bertflow_mini._threads import torch_threads
+from bertflow_mini._threads import TRAINING_THREADS, torch_threads
 from bertflow_mini.encoders.pooling import pool
 from bertflow_mini.encoders.runs import run_folder, run_key, write_run_log
 from bertflow_mini.encoders.sources import short_name
@@ -225,7 +225,7 @@ def train_and_save(
     # another process may finish the same model first: keep theirs
     with atomic_dir(final) as staging:
         start, cpu = time.perf_counter(), time.process_time()
-        with torch_threads(threads):  # None: the caller's setting
+        with torch_threads(threads or TRAINING_THREADS):
             losses = train_simcse(
                 model,
                 encoder.tokenizer,

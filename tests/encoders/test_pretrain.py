@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import numpy as np
 import pytest
@@ -476,3 +477,34 @@ def test_pretrain_cli_refuses_steps_and_minutes_together(capsys):
         main(["pretrain", "--steps", "10", "--minutes", "1"])
     assert stop.value.code == 2  # a usage error, said before anything is trained
     assert "--minutes: not allowed with argument --steps" in capsys.readouterr().err
+
+
+def test_pretraining_threads_do_not_follow_the_callers_setting(
+    tiny_corpus, tmp_path, monkeypatch
+):
+    # the thread count changes the trained bits, so a machine with more (or fewer) cores must
+    # still pretrain with the count the committed outputs were made with
+    import torch
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def record(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        raise Stop
+
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path))
+    monkeypatch.setattr(pretrain, "train_mlm", record)
+    # a machine with 8 cores
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with pytest.raises(Stop):
+            pretrain.pretrain(pretrain.with_overrides(**TINY), progress=False)
+        assert torch.get_num_threads() == 1  # the caller's setting is restored
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [2]

@@ -203,6 +203,9 @@ def test_name_resolves_to_a_cached_folder_keyed_by_base_and_config(
     # a lookup never trains; the build step does, and says so
     with pytest.raises(NotBuiltError, match="bf.build"):
         names.resolve_model("tiny-bert+simcse")
+    with pytest.raises(NotBuiltError, match="bf.build"):
+        names.training_log_of("tiny-bert+simcse")
+    assert not list(cache_dir("models").glob("tiny-bert+simcse*"))
     names.build("tiny-bert+simcse")
     assert "fine-tuning tiny-bert with SimCSE" in capsys.readouterr().out
     folder = names.resolve_model("tiny-bert+simcse")
@@ -399,3 +402,25 @@ def test_the_time_estimate_grows_with_the_network_outside_its_embeddings():
     assert cpu_minutes(small) == pytest.approx(
         120 * 0.9 / 60
     )  # a small network: the fixed rate
+
+
+def test_fine_tuning_threads_do_not_follow_the_callers_setting(
+    tiny_bert_dir, mini_data, monkeypatch, one_torch_thread
+):
+    # like pretraining: the thread count changes the trained bits
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def record(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        raise Stop
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    monkeypatch.setattr(simcse, "DEFAULT", TINY)
+    monkeypatch.setattr(simcse, "train_simcse", record)
+    with pytest.raises(Stop):
+        names.build("tiny-bert+simcse")
+    assert seen == [2] and torch.get_num_threads() == 1
