@@ -311,6 +311,7 @@ SOLVERS: dict[str, Callable[[str], Any]] = {
 }
 #: exercise → what makes its solver take more than a few seconds (said before it runs).
 SLOW: dict[str, str] = {
+    "3.2": "a nearest-neighbour search over the vocabulary",
     "5.2": "a flow fitted for 1 and one for 3 epochs, once per session",
     "5.3": "a flow fit, once per session",
     "5.4": "a flow fit, once per session",

@@ -346,6 +346,87 @@ def test_a_slow_check_says_so_once_before_computing(stand_in, monkeypatch, capsy
     assert out.count("computing the answer on bert-base-uncased (a flow fit") == 1
 
 
+# --------------------------------------------------------------------------- model-independent
+def shared_1_3() -> list[float]:
+    from bertflow_mini.chapters import pmi
+
+    joint = pmi.make_joint(200, 300, rank=8, seed=0)
+    counts = pmi.counts_matrix(*pmi.sample_corpus(joint, 1_000_000, seed=0), 200, 300)
+    PMI_true, log_px = pmi.pmi_matrix(joint), pmi.log_marginal(joint, axis=0)
+    biased = pmi.train_softmax_on_counts(counts, dim=16, steps=500, seed=0, bias=True)
+    hw = biased.H @ biased.W.T
+    return [
+        np.corrcoef(biased.b, log_px)[0, 1],
+        pmi.regress_logits_on_pmi(hw, PMI_true, 0 * log_px)["r2"],
+    ]
+
+
+def shared_4_1() -> float:
+    from bertflow_mini.geometry import degeneration as dg
+
+    return dg.layernorm_separator(np.ones(64), np.full(64, -0.3))[1]
+
+
+def shared_4_2() -> float:
+    import scipy.stats
+
+    from bertflow_mini.geometry import degeneration as dg
+
+    W_seen = np.random.default_rng(1).normal(size=(20, 2))
+    H = dg.make_hidden_states(50, 2, origin_inside=False, seed=0)
+    long = dg.unseen_token_dynamics(H, W_seen, steps=200_000, lr=1.0)
+    t = np.unique(np.geomspace(10_000, 200_000, 60).astype(int))
+    return scipy.stats.linregress(np.log(t), long.norms[t]).slope
+
+
+def shared_4_3() -> list[float]:
+    from bertflow_mini.geometry import degeneration as dg
+    from bertflow_mini.geometry import isotropy as iso
+
+    toy = dict(vocab_size=1000, dim=16, n_contexts=200, steps=400, seed=0)
+    unseen = []
+    for reg in (0.0, 1.0):
+        run = dg.train_zipf_softmax(**toy, cosine_reg=reg)
+        unseen.append(iso.mean_random_cosine(run.W[run.counts == 0], n_pairs=None))
+    return unseen
+
+
+def shared_6_1() -> float:
+    from scipy.stats import spearmanr
+
+    gold_ex, cos_ex = np.arange(1, 7), np.array([0.7, 0.8, 0.9, 0.1, 0.2, 0.3])
+    return float(spearmanr(gold_ex, cos_ex).statistic)
+
+
+SHARED = {
+    "1.3": shared_1_3,
+    "4.1": shared_4_1,
+    "4.2": shared_4_2,
+    "4.3": shared_4_3,
+    "6.1": shared_6_1,
+}
+
+
+def test_the_answers_stored_for_every_model_are_those_without_a_solver():
+    keyed = exercises.answer_key()
+    assert {e for e, by in keyed.items() if exercises.ANY_MODEL in by} == set(SHARED)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize(
+    "exercise",
+    [
+        pytest.param(e, marks=[] if e in ("4.1", "6.1") else [pytest.mark.slow])
+        for e in sorted(SHARED)
+    ],
+)
+def test_an_answer_stored_for_every_model_is_what_its_solution_computes(exercise):
+    key = exercises.answer_key()[exercise][exercises.ANY_MODEL]
+    value = SHARED[exercise]()
+    assert key.accepts(value), (exercise, key.value, value)
+    assert not key.accepts(perturbed(value, exercise))
+
+
 # --------------------------------------------------------------------------- the book's model
 #: Exercises whose solver takes seconds on the warm cache (5.2 and 6.2 fit flows for a minute;
 #: their keys are held to the chapters' solutions by ``confirm``).
