@@ -3,7 +3,8 @@
 ``chapter``      every chapter's first cell: seed, style, which model on which device; ``glue``;
                  ``claim``, the check behind a sentence of prose
 ``plotting``     the book's figure style and its one colour per concept (``COLORS``)
-``exercises``    ``check``, the exercises' self-checks, and ``confirm``, which keeps their key honest
+``exercises``    ``check``, the exercises' self-checks, and ``confirm``, which keeps their key honest;
+                 ``solvers`` computes their answers on any model, as the solutions do
 ``strength``     how well trained a model is, printed wherever pretraining is judged
 ``puzzle``, ``pmi``, ``cooccurrence``, ``mlm_probe``, ``synonyms``, ``flow_toys``: one chapter's
                  experiments

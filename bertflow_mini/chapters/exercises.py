@@ -1,29 +1,37 @@
-"""Self-checks for the chapters' exercises: ``bf.check("2.3", answer)`` says right or wrong.
+"""Self-checks for the chapters' exercises: ``bf.check("2.3", answer)`` says right or not yet.
 
 A student computes an answer in their own cell and calls :func:`check`; it compares the answer with
 the value the book's solution computes for the model in use, within a tolerance, and never prints
-that value. The expected values are package data (``answers.json``: exercise → model → value and
-tolerance), so the check works from a pip install. Each chapter's solution cell is followed by a
-hidden cell calling :func:`confirm`, which fails the chapter (for the book's model) when the
-solution no longer computes the stored value — the stored key cannot silently go stale.
+that value. Where that value comes from:
 
-For a model with no stored answer (another model than the one the book's pages were computed with),
-:func:`check` says so and points at the solution instead of guessing.
+* an answer that does not depend on the model (a pen-and-paper result, a toy with a fixed seed) is
+  stored once for every model (``answers.json``, model ``"*"``);
+* the book's model has its answers stored (package data, so a check is instant); each chapter's
+  solution cell is followed by a hidden cell calling :func:`confirm`, which fails the chapter when
+  the solution no longer computes the stored value, so the key cannot silently go stale;
+* any other model, or a quick run on a part of the data, gets its answer computed on the spot by
+  the package calls the solution makes (:mod:`bertflow_mini.chapters.solvers`), once per session.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
 from typing import Any
 
 import numpy as np
 
+from bertflow_mini.chapters import solvers
 from bertflow_mini.chapters.chapter import claim, current_model
+from bertflow_mini.data.pairs import max_pairs
+from bertflow_mini.encoders.names import BOOK_MODEL
+from bertflow_mini.encoders.sources import short_name
 
 ANSWERS = "answers.json"
+#: The model name under which an answer that is the same for every model is stored.
+ANY_MODEL = "*"
 
 
 @dataclass(frozen=True)
@@ -35,7 +43,10 @@ class Answer:
     rtol: float = 1e-6
 
     def accepts(self, answer: Any) -> bool:
-        """Whether ``answer`` matches: same shape, every number within tolerance, strings equal."""
+        """Whether ``answer`` matches: same shape, every number within tolerance, strings equal.
+
+        Where the solution itself computes NaN or ±inf (a singular covariance on some model), the
+        answer must hold the same there."""
         if isinstance(self.value, str):
             return (
                 isinstance(answer, str) and answer.strip().lower() == self.value.lower()
@@ -45,9 +56,13 @@ class Answer:
         except (TypeError, ValueError):
             return False
         want = np.asarray(self.value, dtype=float)
-        if got.shape != want.shape or not np.all(np.isfinite(got)):
+        finite = np.isfinite(want)
+        if got.shape != want.shape or not np.array_equal(np.isfinite(got), finite):
             return False
-        return bool(np.all(np.abs(got - want) <= self.atol + self.rtol * np.abs(want)))
+        if not np.array_equal(got[~finite], want[~finite], equal_nan=True):
+            return False
+        gap = np.abs(got[finite] - want[finite])
+        return bool(np.all(gap <= self.atol + self.rtol * np.abs(want[finite])))
 
 
 @cache
@@ -63,28 +78,56 @@ def answer_key() -> dict[str, dict[str, Answer]]:
     }
 
 
-def expected(exercise: str, model: str | None = None) -> Answer | None:
-    """The stored answer to ``exercise`` for ``model`` (default: the chapter's), or None."""
+def stored(exercise: str, model: str | None = None) -> Answer | None:
+    """The stored answer to ``exercise`` for ``model`` (default: the chapter's), or None.
+
+    An answer stored for every model always applies; one stored for a model only on its full data
+    (a quick run, ``$BERTFLOW_MAX_PAIRS``, scores other pairs)."""
     by_model = answer_key().get(exercise)
     if by_model is None:
         known = ", ".join(sorted(answer_key()))
         raise KeyError(
             f"no exercise {exercise!r} has a self-check; those that do: {known}"
         )
-    return by_model.get(model or current_model())
+    if ANY_MODEL in by_model:
+        return by_model[ANY_MODEL]
+    if max_pairs() is not None:
+        return None
+    return by_model.get(short_name(model or current_model()))
+
+
+def tolerance(exercise: str) -> Answer:
+    """How close a right answer to ``exercise`` must be: the book model's stored tolerance (its
+    value is the book model's too)."""
+    by_model = answer_key()[exercise]
+    return by_model.get(BOOK_MODEL) or next(iter(by_model.values()))
+
+
+def expected(exercise: str, model: str | None = None) -> Answer | None:
+    """The answer to ``exercise`` for ``model`` (default: the chapter's): stored, or computed by the
+    solution's package calls (:func:`bertflow_mini.chapters.solvers.solve`); None when neither can be."""
+    model = model or current_model()
+    key = stored(exercise, model)
+    if key is not None or exercise not in solvers.SOLVERS:
+        return key
+    value = solvers.solve(exercise, model)
+    if not isinstance(value, str):
+        value = np.asarray(value, dtype=float).tolist()
+    return replace(tolerance(exercise), value=value)
 
 
 def check(exercise: str, answer: Any) -> bool | None:
     """Say whether ``answer`` to ``exercise`` is right for the model in use, without revealing it.
 
-    Returns True or False, or None when no answer is stored for this model.
+    Returns True or False, or None when no answer can be had for this model.
     """
     model = current_model()
+    if stored(exercise, model) is None and (note := solvers.slow(exercise, model)):
+        print(f"Exercise {exercise}: computing the answer on {model} ({note}) ...")
     key = expected(exercise, model)
     if key is None:
         print(
-            f"Exercise {exercise}: no stored answer for {model} (the key holds the book's "
-            "model); compare with the solution below."
+            f"Exercise {exercise}: no answer for {model}; compare with the solution below."
         )
         return None
     if key.accepts(answer):
@@ -103,7 +146,9 @@ def _shape_hint(want: Any, answer: Any) -> str:
         return " (the answer should be a number or an array of numbers)"
     if got.shape != np.shape(want):
         return f" (expected shape {np.shape(want)}, got {got.shape})"
-    if not np.all(np.isfinite(got)):
+    if np.all(np.isfinite(np.asarray(want, dtype=float))) and not np.all(
+        np.isfinite(got)
+    ):
         return " (the answer holds NaN or inf)"
     return ""
 
@@ -111,10 +156,11 @@ def _shape_hint(want: Any, answer: Any) -> str:
 def confirm(exercise: str, solution: Any) -> bool:
     """The hidden check under a solution: the stored answer is what the solution computes.
 
-    Strict for the book's model (the chapter fails when the key is stale); a note for another model
-    only if a key is stored for it and disagrees.
+    Strict for the book's model (the chapter fails when the key is stale); for another model a note
+    only when an answer stored for every model disagrees. Nothing is computed here: a model's
+    computed answers are the solvers', which the tests hold to the solutions.
     """
-    key = expected(exercise)
+    key = stored(exercise)
     if key is None:
         return True
     value = solution if isinstance(solution, str) else np.asarray(solution).tolist()
