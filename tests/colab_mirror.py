@@ -99,7 +99,7 @@ def save_multiberts(config, folder: Path, seed: int) -> Path:
     from transformers import BertForPreTraining
 
     config = copy.deepcopy(config)
-    config.architectures = ["BertForPreTraining"]
+    config.update({"architectures": ["BertForPreTraining"]})
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = BertForPreTraining(config)

@@ -246,7 +246,7 @@ def probes(monkeypatch):
         def close(self) -> None:
             pass
 
-    def connect(address, timeout):
+    def connect(_address, timeout):
         count[0] += 1
         if not script.pop(0):
             raise OSError("network is unreachable")
