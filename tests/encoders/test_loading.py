@@ -59,6 +59,10 @@ def transformers_log():
     hf_logging.set_verbosity(verbosity)
 
 
+def assert_silent(records: list[logging.LogRecord]) -> None:
+    assert records == [], [r.getMessage()[:300] for r in records]
+
+
 def _by_hand(folder: Path) -> dict[str, torch.Tensor]:
     return torch.load(folder / "pytorch_model.bin", weights_only=True)
 
@@ -82,7 +86,7 @@ def test_a_multiberts_checkpoint_loads_as_encoder_like_its_weights_by_hand(
     from transformers import BertModel
 
     encoder = load_from(str(multiberts_dir), device="cpu")
-    assert transformers_log == [], [r.getMessage()[:300] for r in transformers_log]
+    assert_silent(transformers_log)
 
     state = _by_hand(multiberts_dir)
     hand = BertModel(_config()).eval()
@@ -107,7 +111,7 @@ def test_a_multiberts_checkpoint_loads_as_mlm_like_its_weights_by_hand(
     from transformers import BertForMaskedLM
 
     mlm = load_mlm(str(multiberts_dir), device="cpu")
-    assert transformers_log == [], [r.getMessage()[:300] for r in transformers_log]
+    assert_silent(transformers_log)
 
     state = _by_hand(multiberts_dir)
     hand = BertForMaskedLM(_config()).eval()
@@ -137,7 +141,7 @@ def test_an_mlm_checkpoint_loads_as_an_encoder_without_a_report(
 
     save_with_bert_tokenizer(BertForMaskedLM(_config()), tmp_path / "mlm")
     load_network(str(tmp_path / "mlm"))
-    assert transformers_log == [], [r.getMessage()[:300] for r in transformers_log]
+    assert_silent(transformers_log)
 
 
 def test_any_other_mismatch_is_still_reported(multiberts_dir, transformers_log):
