@@ -6,9 +6,9 @@ top of each file is on lines that start with two spaces. A downloaded copy is ch
 book reads from it, not by its bytes: per synset, in file order, its part of speech, its words and
 its gloss, hashed in blocks of :data:`BLOCK` synsets and compared with the digests of
 :data:`~bertflow_mini.data.checksums.WORDNET_BLOCKS`. Byte offsets and pointers are left out:
-Debian's ``wordnet-base`` corrects one adjective gloss, which shifts the byte offset of every later
-adjective (and, through another correction, verb) synset and of every pointer to one, and the book
-reads neither. So a copy whose licence text, line endings or trailing spaces differ passes, and
+Debian's ``wordnet-base`` corrects one adjective gloss and adds one verb pointer, which shifts the
+byte offsets of later adjective and verb synsets and of every pointer to them, and the book reads
+neither. So a copy whose licence text, line endings or trailing spaces differ passes, and
 a truncated, damaged or different (WordNet 3.1) copy fails with the file and synsets that differ.
 """
 
