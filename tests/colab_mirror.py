@@ -17,7 +17,9 @@
 
 Then ``BERTFLOW_MODELS=/tmp/colab-mirror BERTFLOW_MODEL_NAME=bert-base-uncased`` runs a chapter on it.
 The small shape differs from scratch-bert's 4 x 256 in depth *and* width, so a chapter that assumes
-either fails there. Each checkpoint is a ``BertForMaskedLM`` (MultiBERTs ship an MLM head too).
+either fails there. Each checkpoint is in its hub repository's format: ``bert-base-uncased`` a
+``BertForMaskedLM`` in safetensors, each MultiBERTs step a ``BertForPreTraining`` (masked-LM and
+next-sentence heads) in ``pytorch_model.bin`` (:func:`save_multiberts`).
 """
 
 from __future__ import annotations
@@ -73,12 +75,38 @@ def build(
         folder = out / name
         if (folder / "config.json").is_file():
             continue
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(i)  # each checkpoint its own weights, deterministically
-            model = BertForMaskedLM(config)
-        model.save_pretrained(folder)
+        # each checkpoint its own weights, deterministically
+        if name.startswith("multiberts-"):
+            save_multiberts(config, folder, seed=i)
+        else:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(i)
+                model = BertForMaskedLM(config)
+            model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
     return out
+
+
+def save_multiberts(config, folder: Path, seed: int) -> Path:
+    """A random checkpoint of ``config``'s shape in the format of the hub's
+    ``google/multiberts-seed_N-step_Kk`` repositories: ``pytorch_model.bin`` holding a
+    ``BertForPreTraining``'s state dict (the encoder under ``bert.``, the masked-LM head
+    ``cls.predictions.*``, the next-sentence head ``cls.seq_relationship.*``) and a ``config.json``
+    naming that class. Drawn with ``seed``, without touching the global generators."""
+    import copy
+
+    import torch
+    from transformers import BertForPreTraining
+
+    config = copy.deepcopy(config)
+    config.update({"architectures": ["BertForPreTraining"]})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = BertForPreTraining(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    config.save_pretrained(folder)
+    torch.save(model.state_dict(), folder / "pytorch_model.bin")
+    return folder
 
 
 def build_wheel(out: Path, repo: Path = REPO) -> Path:

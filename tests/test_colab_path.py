@@ -435,7 +435,10 @@ def colab_runtime(tmp_path_factory) -> dict:
 
 @pytest.mark.colab  # builds the runtime: a wheel, a virtualenv, five 440 MB checkpoints
 def test_the_simulated_hub_serves_bert_base_at_its_exact_shape(colab_runtime):
+    from colab_mirror import NAMES
     from conftest import SHARED
+
+    multiberts_names = [n for n in NAMES if n.startswith("multiberts-")]
     from transformers import AutoConfig
 
     real = json.loads(
@@ -463,6 +466,13 @@ def test_the_simulated_hub_serves_bert_base_at_its_exact_shape(colab_runtime):
             )
             == (12, 768, 3072, 30522)
         ), name
+    # MultiBERTs as the hub holds them: BertForPreTraining weights in pytorch_model.bin
+    for name in multiberts_names:
+        folder = colab_runtime["mirror"] / name
+        assert (folder / "pytorch_model.bin").is_file(), name
+        assert not list(folder.glob("*.safetensors")), name
+        config = json.loads((folder / "config.json").read_text())
+        assert config["architectures"] == ["BertForPreTraining"], name
 
 
 @pytest.mark.colab

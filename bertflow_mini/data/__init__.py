@@ -11,7 +11,9 @@
 ``words``       the two word splits (GloVe's tokens, the overlap baselines' word sets)
 ``layout``      where the data is: the layout, ``$BERTFLOW_DATA``, the cache, one clear error
 ``downloads``   fetching (pooch), unpacking, checking and moving archives into place; hub files
-``checksums``   the SHA-256 of every official file the loaders read
+``checksums``   the SHA-256 of every official file the loaders read; WordNet's synset counts and
+                content digests
+``wordnet``     WordNet 3.0's data files: their synset lines, and the check of a copy's content
 ``corpus``      the unlabelled pretraining text: WordNet glosses and the STS/SICK sentences
 
 Imports nothing of the package above ``bertflow_mini._*`` (the shared helpers), and touches no

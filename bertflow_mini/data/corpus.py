@@ -23,7 +23,6 @@ depend on order or on which other sentences are present).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import re
 from collections.abc import Iterator
@@ -32,8 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bertflow_mini.data.layout import WORDNET_FILES, data_root
+from bertflow_mini.data.layout import data_root
 from bertflow_mini.data.pairs import TASKS
+from bertflow_mini.data.wordnet import WORDNET_FILES, synset_lines, synset_words
+from bertflow_mini.data.wordnet import open_text as _open_text  # noqa: F401 (chapters.synonyms reads it)
 
 CORPORA = ("wordnet+sts", "wordnet", "sts", "dictionary+sts", "dictionary")
 #: A dictionary entry longer than this (in whitespace words) is split between gloss parts; at about
@@ -47,18 +48,6 @@ class Gloss:
 
     text: str
     is_example: bool
-
-
-def _open_text(folder: Path, name: str):
-    """``name`` or ``name.gz`` inside ``folder`` (the mirror gzips, the official archive does not)."""
-    for path in (folder / f"{name}.gz", folder / name):
-        if path.is_file():
-            return (
-                gzip.open(path, "rt", encoding="utf-8")
-                if path.suffix == ".gz"
-                else open(path, encoding="utf-8")
-            )
-    raise FileNotFoundError(f"{folder / name}(.gz) does not exist")
 
 
 def split_gloss(gloss: str) -> list[Gloss]:
@@ -78,22 +67,7 @@ def headwords(path_name: str, number: int, fields: list[str]) -> list[str]:
     """The words of a synset line's fields (``offset lex_filenum ss_type w_cnt word lex_id …``),
     as printed: ``motor_vehicle`` → ``motor vehicle``, the adjective markers ``(a)``, ``(p)``, ``(ip)``
     removed."""
-    try:
-        count = int(fields[3], 16)
-    except (IndexError, ValueError):
-        raise ValueError(
-            f"{path_name}:{number}: no hexadecimal word count in the fourth field"
-        ) from None
-    words, lex_ids = fields[4 : 4 + 2 * count : 2], fields[5 : 5 + 2 * count : 2]
-    if (
-        count == 0
-        or len(lex_ids) != count
-        or not all(re.fullmatch(r"[0-9a-f]", i) for i in lex_ids)
-    ):
-        pairs = sum(1 for i in lex_ids if re.fullmatch(r"[0-9a-f]", i))
-        raise ValueError(
-            f"{path_name}:{number}: the line announces {count} words but has {pairs} (word, lex_id) pairs"
-        )
+    words = synset_words(f"{path_name}:{number}", fields)
     return [re.sub(r"\((a|p|ip)\)$", "", w).replace("_", " ") for w in words]
 
 
@@ -119,16 +93,8 @@ def _synsets(root: str | Path | None) -> Iterator[tuple[str, int, str, str]]:
     """(file, line number, the fields before the gloss, the gloss) of every synset line, in file order."""
     folder = data_root(root, need="wordnet") / "wordnet"
     for name in WORDNET_FILES:
-        with _open_text(folder, name) as f:
-            for number, line in enumerate(f, start=1):
-                if line.startswith("  "):  # the licence header
-                    continue
-                if " | " not in line:
-                    raise ValueError(
-                        f"{folder / name}:{number}: a synset line without ' | ' before its gloss"
-                    )
-                fields, gloss = line.split(" | ", 1)
-                yield str(folder / name), number, fields, gloss.rstrip("\n").strip()
+        for number, fields, gloss in synset_lines(folder, name):
+            yield str(folder / name), number, fields, gloss
 
 
 def dictionary_entries(

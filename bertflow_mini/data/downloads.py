@@ -8,16 +8,18 @@ Nothing here touches the network at import time: every download happens inside a
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import shutil
 import socket
+import sys
 import tarfile
 import tempfile
+import time
 import urllib.parse
 import urllib.request
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from bertflow_mini._io import atomic_dir, atomic_path, cache_dir
@@ -52,17 +54,53 @@ def hub_file_url(repo: str, revision: str, file: str) -> str:
     return HUB_URL.format(f"datasets/{repo}/resolve/{revision}/{file}")
 
 
-@lru_cache(maxsize=8)
+#: After a failed probe, :func:`hub_reachable` answers "no" without probing for this many seconds:
+#: a chapter asks it many times, and each probe of an unreachable hub waits its whole timeout.
+PROBE_BACKOFF_S = 30.0
+#: (host, port) reached once in this process, and (host, port) → when the last probe failed
+_REACHED: set[tuple[str, int]] = set()
+_FAILED_AT: dict[tuple[str, int], float] = {}
+
+
+def in_colab() -> bool:
+    """Is this a Google Colab runtime (``google.colab`` importable)? Colab always has a network."""
+    if "google.colab" in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec("google.colab") is not None
+    # no `google` package at all, or a stand-in without a spec
+    except (ImportError, ValueError):
+        return False
+
+
 def hub_reachable(
     host: str = "huggingface.co", port: int = 443, timeout: float = 3.0
 ) -> bool:
-    """Can this machine open a connection to the hub? (False offline, without retries; asked once
-    per process, since every model and dataset name asks it.)"""
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
+    """Can this machine open a connection to the hub? Yes at once in Colab. A success is remembered
+    for the process; a failure only for :data:`PROBE_BACKOFF_S` seconds, after which the next call
+    probes again, so that one network hiccup cannot switch a chapter offline for good."""
+    if in_colab():
         return True
-    except OSError:
+    key = (host, port)
+    if key in _REACHED:
+        return True
+    failed = _FAILED_AT.get(key)
+    if failed is not None and time.monotonic() - failed < PROBE_BACKOFF_S:
         return False
+    try:
+        socket.create_connection(key, timeout=timeout).close()
+    except OSError:
+        _FAILED_AT[key] = time.monotonic()
+        return False
+    _REACHED.add(key)
+    _FAILED_AT.pop(key, None)
+    return True
+
+
+def forget_hub_probes() -> None:
+    """Forget every probe's answer: the next :func:`hub_reachable` call probes again."""
+    _REACHED.clear()
+    _FAILED_AT.clear()
 
 
 def hub_download(repo: str, revision: str, file: str) -> Path:

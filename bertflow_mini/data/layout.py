@@ -23,6 +23,7 @@ from bertflow_mini.data import downloads
 from bertflow_mini.data.checksums import QNLI_ROWS
 from bertflow_mini.data.downloads import Route, Source
 from bertflow_mini.data.pairs import STS_SUBSETS
+from bertflow_mini.data.wordnet import WORDNET_FILES, verify_wordnet
 
 ENV_VAR = "BERTFLOW_DATA"
 
@@ -35,7 +36,6 @@ SICK_FILES = {
 #: QNLI's labelled splits → GLUE's file name (test.tsv has no labels).
 QNLI_FILES = {"train": "train.tsv", "dev": "dev.tsv"}
 STSB_FILES = ("sts-train.csv", "sts-dev.csv", "sts-test.csv")
-WORDNET_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
 
 #: Why a hub copy was not used, per target (shown when the official archive fails too).
 HUB_FAILURES: dict[str, str] = {}
@@ -82,11 +82,13 @@ SOURCES: dict[str, Source] = {
         (Route(("SICK-train", "SICK-trial", "SICK-test")),),
     ),
     # The pretraining corpus (bertflow_mini.data.corpus): NLTK's data package first, Princeton's
-    # archive second; the mirror gzips the four files, both archives ship them plain.
+    # archive second; the mirror gzips the four files, both archives ship them plain. Checked by
+    # content, not bytes: the distributions differ in bytes.
     "WordNet": Source(
         "wordnet",
         WORDNET_FILES,
         (Route(("WordNet-NLTK",), "wordnet"), Route(("WordNet",), "WordNet-3.0/dict")),
+        verify_wordnet,
     ),
     "QNLI": Source(
         "glue/QNLI",

@@ -1,11 +1,17 @@
 """Loading an :class:`~bertflow_mini.encoders.encoder.Encoder` from where its files are: a
 transformer from a folder or hub id (:func:`load_from`), or the GloVe baseline
 (:func:`load_glove_encoder`). Which folder a *name* means is :mod:`bertflow_mini.encoders.names`'
-job."""
+job.
+
+The package's one path to Hugging Face files: every network (:func:`load_network`), tokenizer
+(:func:`load_tokenizer`) and config (:func:`load_config`) is read here, with the same offline
+handling and the same check of a checkpoint's weights against the class they load into."""
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,35 +33,96 @@ def load_glove_encoder(name: str = "glove-6B-50d") -> Encoder:
     return Encoder(name=short_name(name), source="glove", fingerprint=fp, glove=glove)
 
 
+#: Parts of a checkpoint the book never uses, and a loaded class may not have: the masked-LM and
+#: next-sentence heads of a ``BertForMaskedLM`` / ``BertForPreTraining`` checkpoint (MultiBERTs on the
+#: hub hold both), and the pooler (the book pools hidden states itself).
+UNUSED_PARTS = re.compile(r"^(cls\.(predictions|seq_relationship)\.|(bert\.)?pooler\.)")
+#: Parts a class may have and a checkpoint lack, drawn at random when loaded: the pooler alone (an
+#: MLM checkpoint has none). A missing masked-LM head is not among them: its logits would be noise.
+DRAWN_PARTS = re.compile(r"^(bert\.)?pooler\.")
+
+
+def only_unused_parts(info: dict) -> bool:
+    """Does a load's ``info`` (``from_pretrained(..., output_loading_info=True)``) differ from a
+    perfect match only by :data:`UNUSED_PARTS` left in the checkpoint and :data:`DRAWN_PARTS`
+    drawn for the model?"""
+    return (
+        all(UNUSED_PARTS.match(k) for k in info.get("unexpected_keys", ()))
+        and all(DRAWN_PARTS.match(k) for k in info.get("missing_keys", ()))
+        and not info.get("mismatched_keys")
+        and not info.get("error_msgs")
+    )
+
+
+class _Held(logging.Filter):
+    """Keeps every record a logger makes, and lets none through (they are let out later)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.records.append(record)
+        return False
+
+
+@contextmanager
+def _load_report_checked() -> Iterator[dict]:
+    """Around one ``from_pretrained(..., output_loading_info=True)`` whose info the caller puts in
+    the yielded dict under ``"info"``: transformers' report of the weights that the checkpoint and
+    the class do not share ("Some weights … were not used", a LOAD REPORT) is dropped when
+    :func:`only_unused_parts` says they are expected; every other message of the loader, and the
+    report of any other weight, goes out as it would have."""
+    logger = logging.getLogger("transformers.modeling_utils")
+    held = _Held()
+    logger.addFilter(held)
+    outcome: dict = {}
+    try:
+        yield outcome
+    finally:
+        logger.removeFilter(held)
+        info = outcome.get("info") or {}
+        keys = (
+            [*info["unexpected_keys"], *info["missing_keys"]]
+            if info and only_unused_parts(info)
+            else []
+        )
+        for record in held.records:
+            # the report names the keys (its table, or transformers 4's list)
+            if not any(k in record.getMessage() for k in keys):
+                logger.handle(record)
+
+
 @contextmanager
 def _from_hub_or_folder(source: str, name: str) -> Iterator[dict[str, bool]]:
-    """Around ``from_pretrained(source, **options)`` calls: no progress bars or head warnings, hub
-    options for offline machines, and an error naming the mirror and the hub URL on failure."""
+    """Around ``from_pretrained(source, **options)`` calls: no progress bars, hub options for
+    offline machines, and an error naming the mirror and the hub URL on failure."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # a "Loading weights" bar per load would clutter chapters
-    verbosity = hf_logging.get_verbosity()
-    # an MLM checkpoint loaded as an encoder: its head is unused, say nothing
-    hf_logging.set_verbosity_error()
     try:
         yield hub_options(source)
     except (OSError, ValueError) as err:
         raise offline_error(name, source, err) from err
     finally:
         hf_logging.enable_progress_bar()
-        hf_logging.set_verbosity(verbosity)
 
 
 def load_network(source: str, model_class=None, name: str | None = None):
     """The network at ``source`` (a folder or hub id) as ``model_class`` (default ``AutoModel``),
-    in eval mode on the CPU. Weights the checkpoint lacks (an MLM checkpoint's pooler) are drawn
-    without moving the caller's random state."""
+    in eval mode on the CPU: the one place the package loads weights. Checkpoint parts the book
+    never uses (heads, pooler: :data:`UNUSED_PARTS`) load without a warning; a pooler the checkpoint
+    lacks is drawn without moving the caller's random state; any other weight that does not match
+    is reported by transformers as usual."""
     from transformers import AutoModel
 
     model_class = model_class or AutoModel
     with _from_hub_or_folder(source, name or source) as options:
-        with torch.random.fork_rng(devices=[]):
-            return model_class.from_pretrained(source, **options).eval()
+        with _load_report_checked() as outcome, torch.random.fork_rng(devices=[]):
+            model, outcome["info"] = model_class.from_pretrained(
+                source, output_loading_info=True, **options
+            )
+    return model.eval()
 
 
 def load_tokenizer(source: str, name: str | None = None):
@@ -64,6 +131,15 @@ def load_tokenizer(source: str, name: str | None = None):
 
     with _from_hub_or_folder(source, name or source) as options:
         return AutoTokenizer.from_pretrained(source, **options)
+
+
+def load_config(source: str, name: str | None = None):
+    """The config at ``source`` (a folder or hub id), with :func:`load_network`'s offline handling:
+    a network's shape without its weights."""
+    from transformers import AutoConfig
+
+    with _from_hub_or_folder(source, name or source) as options:
+        return AutoConfig.from_pretrained(source, **options)
 
 
 def load_from(

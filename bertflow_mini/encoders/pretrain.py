@@ -107,11 +107,10 @@ def run_dir(recipe: Recipe) -> Path:
 
 def load_tokenizer():
     """bert-base-uncased's WordPiece tokenizer: from ``$BERTFLOW_MODELS`` or the hub."""
-    from transformers import AutoTokenizer
-
+    from bertflow_mini.encoders import loading
     from bertflow_mini.encoders.sources import folder_or_hub
 
-    return AutoTokenizer.from_pretrained(folder_or_hub(TOKENIZER))
+    return loading.load_tokenizer(folder_or_hub(TOKENIZER), TOKENIZER)
 
 
 # ---------------------------------------------------------------------------------------- training

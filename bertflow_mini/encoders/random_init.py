@@ -22,15 +22,9 @@ import torch
 
 from bertflow_mini._io import atomic_dir
 from bertflow_mini.encoders import pretrain
+from bertflow_mini.encoders.loading import load_config, load_tokenizer
 from bertflow_mini.encoders.runs import run_folder, write_run_log
-from bertflow_mini.encoders.sources import (
-    hub_id,
-    hub_options,
-    is_glove,
-    local_folder,
-    offline_error,
-    short_name,
-)
+from bertflow_mini.encoders.sources import hub_id, is_glove, local_folder, short_name
 from bertflow_mini.encoders.spec import (  # noqa: F401 (INITIALISERS: re-exported)
     INITIALISERS,
     SHAPES,
@@ -46,12 +40,10 @@ MINIATURES_BASE = "bert-base-uncased"
 def config_without_weights(base: str) -> tuple[PretrainedConfig, str]:
     """The config of ``base`` and where its tokenizer is, without any weights: a folder or the
     mirror (``<short name>`` or ``<short name>-tokenizer``), a miniature's shape, else the hub."""
-    from transformers import AutoConfig
-
     for candidate in (base, f"{short_name(base)}-tokenizer"):
         folder = local_folder(candidate)
         if folder is not None and (folder / "config.json").is_file():
-            return AutoConfig.from_pretrained(folder), str(folder)
+            return load_config(str(folder)), str(folder)
     if short_name(base) in SHAPES:
         layers, hidden = SHAPES[short_name(base)]
         config, tokenizer = config_without_weights(MINIATURES_BASE)
@@ -65,10 +57,7 @@ def config_without_weights(base: str) -> tuple[PretrainedConfig, str]:
         )
         return config, tokenizer
     source = hub_id(base)
-    try:
-        return AutoConfig.from_pretrained(source, **hub_options(source)), source
-    except (OSError, ValueError) as err:
-        raise offline_error(base, source, err) from err
+    return load_config(source, base), source
 
 
 def truncated_normal_(model: torch.nn.Module, std: float, seed: int) -> None:
@@ -110,7 +99,7 @@ def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
     tokenizer; built once (atomically) in :func:`random_init_folder`. ``init``: ``"hf"`` (Hugging
     Face's normal) or ``"trunc"`` (Google's truncated normal)."""
     import transformers
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel
 
     final, config, tokenizer_source = random_init_folder(base, seed, init)
     if final.is_dir():
@@ -123,7 +112,7 @@ def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
         if init == "trunc":
             truncated_normal_(model, config.initializer_range, seed)
         model.save_pretrained(staging)
-        AutoTokenizer.from_pretrained(tokenizer_source).save_pretrained(staging)
+        load_tokenizer(tokenizer_source, base).save_pretrained(staging)
         facts = {
             "base": base,
             "seed": seed,
@@ -139,15 +128,13 @@ def parameter_count(name: str) -> int:
     the network is built on PyTorch's meta device, so no weights are read or allocated. A checkpoint
     or control (``<model>@25``, ``<model>@0``) has its model's count; the book's model must be
     built (its config is saved with it)."""
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoModel
 
     base = name.split("@")[0]
     if is_glove(base):
         raise ValueError(f"{name}: GloVe is a table of vectors, not a network")
     if short_name(base) == pretrain.NAME and local_folder(base) is None:
-        config = AutoConfig.from_pretrained(
-            pretrain.checkpoint_folder(short_name(base))
-        )
+        config = load_config(str(pretrain.checkpoint_folder(short_name(base))))
     else:
         config = config_without_weights(base)[0]
     with torch.device("meta"):

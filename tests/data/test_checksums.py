@@ -1,4 +1,5 @@
-"""bertflow_mini.data.checksums: every digest recomputed from ../shared's files."""
+"""bertflow_mini.data.checksums: every digest recomputed from ../shared's files (WordNet's content
+digests: tests/data/test_wordnet.py)."""
 
 from __future__ import annotations
 
@@ -22,17 +23,6 @@ def test_every_digest_is_that_of_the_mirrors_file(mirror):
             else gzip.decompress((mirror / f"{key}.gz").read_bytes())
         )
         assert _digest(data) == digest, key
-
-
-def test_wordnet_digests_agree_with_the_mirrors_list(mirror):
-    """The mirror's own SHA256SUMS.uncompressed (written when it was made) says the same."""
-    listed = {}
-    for line in (
-        (mirror / "wordnet" / "SHA256SUMS.uncompressed").read_text().splitlines()
-    ):
-        digest, name = line.split()
-        listed[f"wordnet/{name}"] = digest
-    assert {k: v for k, v in FILES.items() if k.startswith("wordnet/")} == listed
 
 
 def test_every_file_a_download_is_checked_against_has_a_digest():

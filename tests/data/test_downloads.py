@@ -226,3 +226,87 @@ def test_no_network_at_import():
         "import bertflow_mini.data, bertflow_mini.data.corpus\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------------------- the hub probe
+# data/conftest.py replaces downloads.hub_reachable for every test: these test the real one.
+REAL_HUB_REACHABLE = downloads.hub_reachable
+REAL_IN_COLAB = downloads.in_colab
+
+
+@pytest.fixture
+def probes(monkeypatch):
+    """Probes answered from a script (True: the connection opens, False: it fails), counted, on a
+    clock the test moves; outside Colab; no answer remembered from before the test."""
+    script: list[bool] = []
+    clock = [1000.0]
+    count = [0]
+
+    class _Connection:
+        def close(self) -> None:
+            pass
+
+    def connect(_address, timeout):
+        count[0] += 1
+        if not script.pop(0):
+            raise OSError("network is unreachable")
+        return _Connection()
+
+    monkeypatch.setattr(downloads.socket, "create_connection", connect)
+    monkeypatch.setattr(downloads.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(downloads, "in_colab", lambda: False)
+    downloads.forget_hub_probes()
+    yield script, clock, count
+    downloads.forget_hub_probes()
+
+
+def test_a_failed_probe_is_tried_again_after_the_back_off(probes):
+    script, clock, count = probes
+    script += [False, True]
+    assert REAL_HUB_REACHABLE() is False
+    # within the back-off: no new probe, the same answer
+    clock[0] += downloads.PROBE_BACKOFF_S / 2
+    assert (REAL_HUB_REACHABLE(), count[0]) == (False, 1)
+    # after it: probed again, and the hub answers
+    clock[0] += downloads.PROBE_BACKOFF_S
+    assert (REAL_HUB_REACHABLE(), count[0]) == (True, 2)
+
+
+def test_a_successful_probe_is_remembered_for_the_process(probes):
+    script, clock, count = probes
+    script += [True]
+    assert REAL_HUB_REACHABLE() is True
+    clock[0] += 10 * downloads.PROBE_BACKOFF_S
+    # no second probe (the script is empty: one would fail the test with an IndexError)
+    assert (REAL_HUB_REACHABLE(), REAL_HUB_REACHABLE(), count[0]) == (True, True, 1)
+
+
+def test_in_colab_the_hub_counts_as_reachable_without_a_probe(probes, monkeypatch):
+    import sys
+    import types
+
+    _, _, count = probes
+    # the real in_colab, and google.colab imported (as Colab's kernel does at start)
+    monkeypatch.setattr(downloads, "in_colab", REAL_IN_COLAB)
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    assert downloads.in_colab() is True
+    assert REAL_HUB_REACHABLE() is True and count[0] == 0
+
+
+def test_hub_reachable_tells_an_open_port_from_a_closed_one(monkeypatch):
+    """Real sockets: a listening local port is reachable; once closed, a fresh probe says no."""
+    import socket
+
+    monkeypatch.setattr(downloads, "in_colab", lambda: False)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    downloads.forget_hub_probes()
+    assert REAL_HUB_REACHABLE("127.0.0.1", port=port, timeout=1.0) is True
+    server.close()
+    # a success is remembered
+    assert REAL_HUB_REACHABLE("127.0.0.1", port=port, timeout=1.0) is True
+    downloads.forget_hub_probes()
+    assert REAL_HUB_REACHABLE("127.0.0.1", port=port, timeout=1.0) is False
+    downloads.forget_hub_probes()

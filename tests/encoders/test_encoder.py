@@ -362,23 +362,6 @@ def test_bad_input_is_a_value_error(tiny, bad, pooling):
         encode(tiny, bad, pooling, cache=False, progress=False)
 
 
-def test_hub_reachable_tells_an_open_port_from_a_closed_one():
-    import socket
-
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    port = server.getsockname()[1]
-    names.hub_reachable.cache_clear()
-    assert names.hub_reachable("127.0.0.1", port=port, timeout=1.0) is True
-    server.close()
-    assert (
-        names.hub_reachable("127.0.0.1", port=port, timeout=1.0) is True
-    )  # asked once per process
-    names.hub_reachable.cache_clear()
-    assert names.hub_reachable("127.0.0.1", port=port, timeout=1.0) is False
-
-
 def _rewrite_weights_in_place(folder, scale: float = 0.5) -> None:
     """Perturb every weight of the checkpoint in ``folder`` and save it back: same name, same files,
     same sizes — only the numbers change (as after re-training or a fresh download)."""

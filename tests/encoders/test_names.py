@@ -346,3 +346,26 @@ def test_bad_names_say_what_was_given(tmp_path, monkeypatch):
     assert "BERTFLOW_MODELS" in str(
         err.value
     ) and "https://huggingface.co/some-org/unmirrored" in str(err.value)
+
+
+def test_in_colab_a_failed_probe_never_makes_scratch_bert_the_default(monkeypatch):
+    """Colab (google.colab imported) without a mirror: the paper's model, even while every probe of
+    the hub fails, so a network hiccup cannot start scratch-bert's pretraining there."""
+    import socket
+    import sys
+    import types
+
+    from bertflow_mini.data import downloads
+
+    def refuse(*args, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.delenv("BERTFLOW_MODEL_NAME", raising=False)
+    monkeypatch.delenv("BERTFLOW_MODELS", raising=False)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    downloads.forget_hub_probes()
+    assert names.default_model() == names.BOOK_MODEL  # outside Colab: offline
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    assert names.default_model() == names.PAPER_MODEL
+    assert "the paper's model" in names.why_default()
+    downloads.forget_hub_probes()
