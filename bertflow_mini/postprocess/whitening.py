@@ -20,8 +20,11 @@ import numpy as np
 from bertflow_mini._checks import check_matrix
 
 
-def _whitening_matrix(cov: np.ndarray, k: int | None, eps: float) -> np.ndarray:
-    """``W = U[:, :k] · diag(λ[:k])^{-1/2}`` from the SVD of the covariance ``Σ = U Λ Uᵀ``.
+def _whitening_matrix(
+    cov: np.ndarray, k: int | None, eps: float
+) -> tuple[np.ndarray, int]:
+    """``W = U[:, :k] · diag(λ[:k])^{-1/2}`` from the SVD of the covariance ``Σ = U Λ Uᵀ``, and how
+    many eigenvalues were raised to the floor.
 
     Eigenvalues below ``eps × λ_max`` are raised to that floor: they belong to directions with
     (numerically) no variance — e.g. fewer samples than dimensions — and dividing by their square
@@ -34,9 +37,10 @@ def _whitening_matrix(cov: np.ndarray, k: int | None, eps: float) -> np.ndarray:
         )
     # for a symmetric PSD matrix, SVD = eigendecomposition
     u, lam, _ = np.linalg.svd(cov, hermitian=True)
-    lam = np.maximum(lam, eps * lam[0])
-    w = u / np.sqrt(lam)
-    return w if k is None else w[:, :k]
+    floor = eps * lam[0]
+    n_floored = int((lam < floor).sum())
+    w = u / np.sqrt(np.maximum(lam, floor))
+    return (w if k is None else w[:, :k]), n_floored
 
 
 class Whitening:
@@ -47,13 +51,15 @@ class Whitening:
         self.eps = eps
         self.mean: np.ndarray | None = None
         self.W: np.ndarray | None = None
+        # directions of (numerically) no variance, left near zero instead of rescaled
+        self.n_floored: int | None = None
 
     def fit(self, X: np.ndarray) -> Whitening:
         x = check_matrix(X, "X", min_rows=2).astype(np.float64)
         self.mean = x.mean(axis=0)
         # np.cov of one column is a scalar
         cov = np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])
-        self.W = _whitening_matrix(cov, self.k, self.eps)
+        self.W, self.n_floored = _whitening_matrix(cov, self.k, self.eps)
         return self
 
     def fit_stream(self, batches: Iterable[np.ndarray]) -> Whitening:
@@ -66,7 +72,7 @@ class Whitening:
         if stream is None:
             raise ValueError("fit_stream got no batches")
         fitted = stream.finalize(self.k, self.eps)
-        self.mean, self.W = fitted.mean, fitted.W
+        self.mean, self.W, self.n_floored = fitted.mean, fitted.W, fitted.n_floored
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
@@ -115,7 +121,7 @@ class StreamingWhitening:
         )
         whitening = Whitening(k, eps)
         whitening.mean = self.shift + centred_mean
-        whitening.W = _whitening_matrix(cov, k, eps)
+        whitening.W, whitening.n_floored = _whitening_matrix(cov, k, eps)
         return whitening
 
 

@@ -64,6 +64,7 @@ def test_streaming_fit_equals_batch_fit():
     for a, b in zip(cuts[:-1], cuts[1:]):
         stream.partial_fit(x[a:b])
     streamed = stream.finalize(k=8)
+    assert streamed.n_floored == batch.n_floored == 0
     np.testing.assert_allclose(streamed.mean, batch.mean, rtol=0, atol=1e-10)
     np.testing.assert_allclose(
         streamed.transform(x), batch.transform(x), rtol=0, atol=1e-7
@@ -96,8 +97,11 @@ def test_streaming_is_stable_with_huge_means(means):
 def test_tiny_eigenvalues_are_floored_not_amplified():
     # 10 points in 20 dimensions: the covariance has rank 9, the other 11 eigenvalues are ~0.
     x = anisotropic(10)
-    z = Whitening().fit(x).transform(x)
+    white = Whitening().fit(x)
+    z = white.transform(x)
     assert np.isfinite(z).all()
+    assert white.n_floored == 11  # the null directions, counted
+    assert Whitening().fit(anisotropic(1000)).n_floored == 0
     lam = np.sort(np.linalg.eigvalsh(np.cov(z, rowvar=False)))[::-1]
     np.testing.assert_allclose(lam[:9], 1.0, atol=1e-6)  # real directions: white
     assert lam[9:].max() < 1e-3  # null directions: not blown up to unit variance
@@ -179,7 +183,10 @@ def test_the_eigenvalue_floor_is_relative_to_the_largest():
         np.linalg.cholesky(np.cov(z, rowvar=False))
     ).T  # exactly white
     x = z * np.array([100.0, 0.01])
-    out = Whitening(eps=1e-6).fit(x).transform(x)
+    white = Whitening(eps=1e-6).fit(x)
+    out = white.transform(x)
+    assert white.n_floored == 1
+    assert Whitening(eps=1e-9).fit(x).n_floored == 0  # 10⁻⁴ is above 10⁻⁹ × 10⁴
     np.testing.assert_allclose(
         np.cov(out, rowvar=False), np.diag([1.0, 1e-2]), atol=1e-9
     )
