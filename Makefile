@@ -23,8 +23,9 @@ endif
 export PYTHONHASHSEED   = 0
 export TOKENIZERS_PARALLELISM = false
 
-# The chapters and the results page (it reads the measurements the package ships).
-CHAPTERS := $(sort $(wildcard book/[0-9][0-9]-*.ipynb)) book/measurements.ipynb
+# The chapters, the results page (it reads the measurements the package ships) and the
+# instructor's page (it reads the chapters: their words, their exercises).
+CHAPTERS := $(sort $(wildcard book/[0-9][0-9]-*.ipynb)) book/measurements.ipynb book/teaching.ipynb
 PACKAGE  := $(wildcard bertflow_mini/*.py bertflow_mini/*/*.py)
 # Everything else the HTML book is built from, copied beside the executed chapters (not the
 # generated editions in book/colab and book/student).
@@ -100,6 +101,8 @@ $(BUILD)/.cache-filled: $(PACKAGE) | $(VENV)/.installed-book
 # directory; redone when the notebook, the package or the pins change.
 $(EXECUTED)/book/%.ipynb: book/%.ipynb $(PACKAGE) requirements.txt $(BUILD)/.cache-filled
 	$(PY) -m bertflow_mini.chapters.execute $< --output $@
+# The instructor's page counts what the chapters beside it say: redone when one of them changes.
+$(EXECUTED)/book/teaching.ipynb: $(wildcard book/[0-9][0-9]-*.ipynb)
 $(EXECUTED)/%: %
 	@mkdir -p $(@D)
 	cp $< $@

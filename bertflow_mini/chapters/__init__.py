@@ -8,6 +8,7 @@
 ``strength``     how well trained a model is, printed wherever pretraining is judged
 ``puzzle``, ``pmi``, ``cooccurrence``, ``mlm_probe``, ``synonyms``, ``flow_toys``: one chapter's
                  experiments
+``teaching``     the instructor's page: words of prose, exercises and self-checks, student links
 ``execute``, ``output_check``: running a chapter and comparing a fresh output with the committed one
 ``editions``     the Colab and student editions of every chapter (``make editions``), each built by
                  ``colab_edition``, whose text ``myst_markdown`` turns from MyST into plain Markdown
