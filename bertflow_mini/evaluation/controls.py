@@ -25,7 +25,10 @@ from bertflow_mini.evaluation.measured import (
     pretrain_seeds,
 )
 
-__all__ = ["control_summary", "pretrain_seed_spread", "with_average"]
+__all__ = ["SEEDED_MODEL", "control_summary", "pretrain_seed_spread", "with_average"]
+
+#: The one model whose pretraining seeds were measured (the shipped seeds file is its).
+SEEDED_MODEL = "scratch-bert"
 
 
 def with_average(
@@ -70,11 +73,19 @@ def control_summary(
 
 
 def pretrain_seed_spread(
-    pooling: str, method: str, task: str, path: Source = PRETRAIN_SEEDS_FILE
+    pooling: str,
+    method: str,
+    task: str,
+    path: Source = PRETRAIN_SEEDS_FILE,
+    *,
+    model: str = SEEDED_MODEL,
 ) -> tuple[float, int]:
-    """scratch-bert's sd over pretraining seeds (``ddof=1``) and the number of seeds,
+    """``model``'s sd over pretraining seeds (``ddof=1``) and the number of seeds,
     for STS-B or ``Avg.`` (the only columns the seeds experiment keeps); NaN and 0
-    otherwise."""
+    otherwise. Only :data:`SEEDED_MODEL`'s seeds were measured: any other model gets
+    NaN and 0, never that model's spread."""
+    if model != SEEDED_MODEL:
+        return math.nan, 0
     column = "Avg." if task == "Avg." else canonical_task(task)
     scores = [
         s[pooling][method][column]
