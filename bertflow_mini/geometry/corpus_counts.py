@@ -8,6 +8,7 @@ was trained on a token: :func:`target_counts` gives how often, in expectation, i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -83,3 +84,52 @@ def target_counts(
         f"{model}'s expected masked-target counts: corpus count x {epochs:.2f} epoch "
         f"x {MASK_RATE:.0%} masking"
     )
+
+
+def target_groups(
+    counts: np.ndarray,
+    targets: np.ndarray,
+    thresholds: Sequence[float] = (1, 10, 100, 1_000),
+) -> tuple[list[int], list[str]]:
+    """Corpus-count ``edges`` and ``labels`` (for :func:`~bertflow_mini.geometry.frequency.norm_by_corpus_count`
+    and :func:`~bertflow_mini.geometry.token_geometry.count_groups`) that group tokens by their
+    expected masked-target count (``targets``, proportional to ``counts``, as
+    :func:`target_counts` gives them) at ``thresholds``: count 0, expected under the first
+    threshold, between two thresholds, at or above the last. Each label gives both, e.g.
+    ``"under 1 (count 1–14)"``; groups no whole count falls into are left out."""
+    counts, targets = np.asarray(counts), np.asarray(targets, dtype=np.float64)
+    seen = counts > 0
+    if counts.shape != targets.shape or not seen.any():
+        raise ValueError("counts and targets must have one shape and some counts > 0")
+    per = float(targets[seen].sum() / counts[seen].sum())
+    if per <= 0 or not np.allclose(targets, counts * per, rtol=1e-9, atol=0):
+        raise ValueError(
+            "targets must be a positive multiple of counts (expected targets)"
+        )
+    # the first count whose expected targets reach each threshold
+    starts = [max(1, math.ceil(t / per - 1e-9)) for t in thresholds]
+    edges, lower, upper = [0, 1], [None, None], [None, None]
+    for t, start in zip(thresholds, starts):
+        if start == edges[-1]:  # the group below this threshold holds no whole count
+            lower[-1] = t
+            continue
+        upper[-1] = upper[-1] if upper[-1] is not None else t
+        edges.append(start)
+        lower.append(t)
+        upper.append(None)
+    labels = ["0 (count 0)"]
+    for i in range(1, len(edges)):
+        lo, hi = lower[i], upper[i]
+        span = (
+            f"count ≥ {edges[i]:,}"
+            if i == len(edges) - 1
+            else f"count {edges[i]:,}–{edges[i + 1] - 1:,}"
+        )
+        if lo is None:
+            what = f"under {hi:,}"
+        elif hi is None:
+            what = f"≥ {lo:,}"
+        else:
+            what = f"{lo:,}–{hi:,}"
+        labels.append(f"{what} ({span})".replace("count 1–1)", "count 1)"))
+    return edges, labels

@@ -382,6 +382,38 @@ def test_target_counts_of_another_model_are_an_estimate_from_googles_recipe(tmp_
     assert "40 epochs" in source
 
 
+def test_target_groups_cut_counts_where_the_expected_targets_cross_each_threshold():
+    from bertflow_mini.geometry.corpus_counts import target_groups
+    from bertflow_mini.geometry.frequency import norm_by_corpus_count
+
+    counts = np.arange(0, 3000)
+    # 0.07 targets per occurrence: 1 target from count 15 (14 x 0.07 = 0.98), 10 from 143
+    # (142 x 0.07 = 9.94), 100 from 1,429 (1,428 x 0.07 = 99.96)
+    edges, labels = target_groups(counts, 0.07 * counts, thresholds=(1, 10, 100))
+    assert edges == [0, 1, 15, 143, 1429]
+    assert labels == [
+        "0 (count 0)",
+        "under 1 (count 1–14)",
+        "1–10 (count 15–142)",
+        "10–100 (count 143–1,428)",
+        "≥ 100 (count ≥ 1,429)",
+    ]
+    # 6 targets per occurrence (Google's recipe): no whole count is expected under once
+    edges, labels = target_groups(counts, 6.0 * counts, thresholds=(1, 10, 100))
+    assert edges == [0, 1, 2, 17]
+    assert labels[1:] == ["1–10 (count 1)", "10–100 (count 2–16)", "≥ 100 (count ≥ 17)"]
+    # the groups fit the tables that take edges and labels
+    E0 = np.zeros((6, 2))
+    E = np.arange(12.0).reshape(6, 2)
+    table = norm_by_corpus_count(
+        E, E0, np.array([0, 0, 20, 30, 5, 7]), range(6), [0, 1, 15], ["a", "b", "c"]
+    )
+    assert table.index.tolist() == ["a", "b", "c"]
+    assert table["tokens"].tolist() == [2, 2, 2]
+    with pytest.raises(ValueError, match="multiple of counts"):
+        target_groups(counts, counts + 1.0)
+
+
 def test_sentence_draws_are_the_epochs_seen():
     from bertflow_mini.encoders.pretrain import sentence_draws
 
