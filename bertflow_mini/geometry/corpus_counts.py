@@ -108,7 +108,9 @@ def target_groups(
         )
     # the first count whose expected targets reach each threshold
     starts = [max(1, math.ceil(t / per - 1e-9)) for t in thresholds]
-    edges, lower, upper = [0, 1], [None, None], [None, None]
+    edges = [0, 1]
+    lower: list[float | None] = [None, None]
+    upper: list[float | None] = [None, None]
     for t, start in zip(thresholds, starts):
         if start == edges[-1]:  # the group below this threshold holds no whole count
             lower[-1] = t
