@@ -182,10 +182,13 @@ def count_groups(
     edges: Sequence[int] = COUNT_EDGES,
     seed: int = 0,
     labels: Sequence[str] | None = None,
+    H: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Per corpus-count group ``[edges[i], edges[i+1])`` (the last open): number of tokens, mean norm,
-    mean output bias and the mean cosine between two tokens of the group. Empty groups are left out;
-    ``labels`` (one per edge) name the groups instead of their count ranges."""
+    mean output bias and the mean cosine between two tokens of the group; with softmax inputs ``H``,
+    also the share of the group's embeddings that are uniformly negative directions of them
+    (:func:`negative_direction_share`). Empty groups are left out; ``labels`` (one per edge) name
+    the groups instead of their count ranges."""
     bounds: list[float] = [*edges, np.inf]
     if any(b <= a for a, b in pairwise(bounds)) or bounds[0] < 0:
         raise ValueError(
@@ -204,6 +207,10 @@ def count_groups(
             "mean bias": float(layer.bias[group].mean()),
             "mean cosine within": mean_random_cosine(E[group], seed=seed),
         }
+        if H is not None:
+            rows[list(rows)[-1]]["uniformly negative"] = negative_direction_share(
+                E[group], H
+            )
     return pd.DataFrame(rows).T.astype({"tokens": int})
 
 
