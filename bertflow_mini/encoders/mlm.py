@@ -25,6 +25,8 @@ import torch.nn.functional as F
 from bertflow_mini._progress import tqdm
 
 IGNORE = -100  # the label of a position that is not predicted
+#: The share of a batch's real tokens :func:`mask_tokens` chooses as targets (BERT's 15%).
+MASK_RATE = 0.15
 
 
 def mask_tokens(
@@ -34,7 +36,7 @@ def mask_tokens(
     mask_id: int,
     vocab_size: int,
     gen: torch.Generator,
-    prob: float = 0.15,
+    prob: float = MASK_RATE,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's corruption of a batch ``ids`` (b, t); ``special`` marks [CLS]/[SEP]/[PAD], never chosen.
 

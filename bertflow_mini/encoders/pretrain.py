@@ -33,7 +33,13 @@ from bertflow_mini._device import cuda_devices, default_device
 from bertflow_mini._io import atomic_dir
 from bertflow_mini._threads import TRAINING_THREADS, torch_threads
 from bertflow_mini.data.corpus import corpus_sentences, split_held_out, unigram_entropy
-from bertflow_mini.encoders.mlm import MLMData, evaluate_mlm, tokenize, train_mlm
+from bertflow_mini.encoders.mlm import (
+    MASK_RATE,
+    MLMData,
+    evaluate_mlm,
+    tokenize,
+    train_mlm,
+)
 from bertflow_mini.encoders.runs import (
     NotBuiltError,
     run_folder,
@@ -265,6 +271,50 @@ def training_log(recipe: Recipe | None = None) -> tuple[list[dict], dict]:
     with open(folder / "training_log.csv") as f:
         rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
     return rows, json.loads((folder / "recipe.json").read_text())
+
+
+def sentence_draws(facts: dict, step: int) -> float:
+    """How many times, in expectation, pretraining had drawn each training sentence after ``step``
+    steps: the epochs seen. ``facts`` is a run's ``recipe.json``.
+
+    :func:`~bertflow_mini.encoders.mlm.length_batches` cuts every epoch's ``train_sentences`` into
+    ``ceil(train_sentences / batch_size)`` batches and serves them in random order, one per step, so a
+    sentence is drawn ``step / ceil(train_sentences / batch_size)`` times in expectation
+    (``step × batch_size / train_sentences`` when the batch size divides the corpus)."""
+    if step < 0:
+        raise ValueError(f"step must be >= 0, got {step}")
+    sentences, batch = facts["train_sentences"], facts["recipe"]["batch_size"]
+    if sentences < 1 or batch < 1:
+        raise ValueError(
+            f"a run needs training sentences and a batch size, got {sentences} and {batch}"
+        )
+    return step / math.ceil(sentences / batch)
+
+
+def checkpoint_run(folder: str | Path) -> tuple[dict, int]:
+    """The run facts (``recipe.json``) a checkpoint folder carries and the step it was saved at,
+    read back from its name (``pct-050`` of a 1,500-step run: step 750, as :func:`pretrain` saves it)."""
+    folder = Path(folder)
+    percent = folder.name.removeprefix("pct-")
+    if not (folder.name.startswith("pct-") and percent.isdigit()):
+        raise ValueError(
+            f"{folder} is not a checkpoint of {NAME} (a folder named pct-<percent>)"
+        )
+    facts = json.loads((folder / "recipe.json").read_text())
+    return facts, round(facts["recipe"]["steps"] * int(percent) / 100)
+
+
+def expected_targets(folder: str | Path) -> np.ndarray:
+    """Each token's expected number of times as a masked target in the pretraining that made the
+    checkpoint in ``folder``, up to its step: its count in the training split (``token_counts.npy``)
+    × :func:`sentence_draws` × :data:`~bertflow_mini.encoders.mlm.MASK_RATE`, the collator's rate.
+
+    An expectation, not a log: which sentences and positions were drawn is random, so a token of
+    expected count 0.3 was most likely never a target, and one of count 0 (absent from the corpus)
+    certainly never."""
+    facts, step = checkpoint_run(folder)
+    counts = np.load(Path(folder) / "token_counts.npy")
+    return counts * (sentence_draws(facts, step) * MASK_RATE)
 
 
 #: The recipe behind the names ``scratch-bert`` and ``scratch-bert@<percent>``.

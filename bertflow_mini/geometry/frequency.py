@@ -307,24 +307,28 @@ def norm_by_corpus_count(
     counts: np.ndarray,
     rows: Sequence[int] | np.ndarray,
     edges: Sequence[int] = (0, 1, 5, 20, 100, 1000, 10_000),
+    labels: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """What pretraining did to each row of an embedding matrix, grouped by the token's corpus count.
 
     For the ``rows`` (e.g. whole words) whose count falls in ``[edges[i], edges[i+1])`` (the last
     group open-ended): how many, the mean norm before (``E_init``) and after (``E``) training, and
     the mean pairwise cosine of their displacements ``E − E_init`` — near 1 when the rows of a group
-    all moved the same way (a common push), near 0 when each went its own way.
+    all moved the same way (a common push), near 0 when each went its own way. ``labels`` (one per
+    edge) name the groups instead of their count ranges.
     """
     E, E_init = check_matrix(E, "E"), check_matrix(E_init, "E_init")
     if E.shape != E_init.shape or len(counts) != len(E):
         raise ValueError(
             f"E {E.shape}, E_init {E_init.shape} and counts ({len(counts)}) must agree"
         )
+    if labels is not None and len(labels) != len(edges):
+        raise ValueError(f"{len(labels)} labels for {len(edges)} groups")
     rows = np.asarray(rows, dtype=np.int64)
     c = np.asarray(counts)[rows]
     D = (E - E_init)[rows].astype(np.float64)
     out = {}
-    for lo, hi in zip(edges, list(edges[1:]) + [None]):
+    for i, (lo, hi) in enumerate(zip(edges, list(edges[1:]) + [None])):
         m = (c >= lo) if hi is None else (c >= lo) & (c < hi)
         if m.sum() < 2:
             continue
@@ -333,7 +337,7 @@ def norm_by_corpus_count(
         label = (
             f"{lo}" if hi == lo + 1 else (f"≥ {lo}" if hi is None else f"{lo}–{hi - 1}")
         )
-        out[label] = {
+        out[label if labels is None else labels[i]] = {
             "tokens": int(m.sum()),
             "norm before": float(np.linalg.norm(E_init[rows][m], axis=1).mean()),
             "norm after": float(np.linalg.norm(E[rows][m], axis=1).mean()),
@@ -352,11 +356,12 @@ def drift_along(
     rows: Sequence[int] | np.ndarray,
     direction: np.ndarray,
     edges: Sequence[int] = (0, 1, 5, 20, 100, 1000, 10_000),
+    labels: Sequence[str] | None = None,
 ) -> pd.Series:
     """Which way each corpus-count group of :func:`norm_by_corpus_count` moved: the cosine between
     the group's mean displacement ``mean(E − E_init)`` and ``direction`` (e.g. the mean of the
     vectors the MLM softmax reads, the way a target is pulled). Same groups and labels as
-    :func:`norm_by_corpus_count`; +1: the group moved along ``direction``, −1: against it."""
+    :func:`norm_by_corpus_count` (``labels`` too); +1: the group moved along ``direction``, −1: against it."""
     E, E_init = check_matrix(E, "E"), check_matrix(E_init, "E_init")
     direction = np.asarray(direction, dtype=np.float64)
     if E.shape != E_init.shape or len(counts) != len(E):
@@ -365,7 +370,7 @@ def drift_along(
         )
     if direction.shape != (E.shape[1],) or not np.linalg.norm(direction) > 0:
         raise ValueError(f"direction must be a non-zero vector of length {E.shape[1]}")
-    labels = norm_by_corpus_count(E, E_init, counts, rows, edges).index
+    names = norm_by_corpus_count(E, E_init, counts, rows, edges, labels).index
     rows = np.asarray(rows, dtype=np.int64)
     c = np.asarray(counts)[rows]
     D = (E - E_init)[rows].astype(np.float64)
@@ -378,5 +383,5 @@ def drift_along(
         mean = D[m].mean(axis=0)
         out[len(out)] = float(mean @ unit / max(np.linalg.norm(mean), 1e-30))
     return pd.Series(
-        out.values(), index=labels, name="cos(mean displacement, direction)"
+        out.values(), index=names, name="cos(mean displacement, direction)"
     )

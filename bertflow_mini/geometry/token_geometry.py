@@ -178,26 +178,39 @@ def _group_label(lo: int, hi: float) -> str:
 
 
 def count_groups(
-    layer: OutputLayer, edges: Sequence[int] = COUNT_EDGES, seed: int = 0
+    layer: OutputLayer,
+    edges: Sequence[int] = COUNT_EDGES,
+    seed: int = 0,
+    labels: Sequence[str] | None = None,
+    H: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Per corpus-count group ``[edges[i], edges[i+1])`` (the last open): number of tokens, mean norm,
-    mean output bias and the mean cosine between two tokens of the group. Empty groups are left out."""
+    mean output bias and the mean cosine between two tokens of the group; with softmax inputs ``H``,
+    also the share of the group's embeddings that are uniformly negative directions of them
+    (:func:`negative_direction_share`). Empty groups are left out; ``labels`` (one per edge) name
+    the groups instead of their count ranges."""
     bounds: list[float] = [*edges, np.inf]
     if any(b <= a for a, b in pairwise(bounds)) or bounds[0] < 0:
         raise ValueError(
             f"edges must be non-negative and increasing, got {list(edges)}"
         )
+    if labels is not None and len(labels) != len(edges):
+        raise ValueError(f"{len(labels)} labels for {len(edges)} groups")
     E, keep, rows = layer.embeddings, ~layer.special, {}
-    for lo, hi in zip(edges, bounds[1:]):
+    for i, (lo, hi) in enumerate(zip(edges, bounds[1:])):
         group = keep & (layer.counts >= lo) & (layer.counts < hi)
         if group.sum() < 2:
             continue
-        rows[_group_label(lo, hi)] = {
+        rows[_group_label(lo, hi) if labels is None else labels[i]] = {
             "tokens": int(group.sum()),
             "mean norm": float(np.linalg.norm(E[group], axis=1).mean()),
             "mean bias": float(layer.bias[group].mean()),
             "mean cosine within": mean_random_cosine(E[group], seed=seed),
         }
+        if H is not None:
+            rows[list(rows)[-1]]["uniformly negative"] = negative_direction_share(
+                E[group], H
+            )
     return pd.DataFrame(rows).T.astype({"tokens": int})
 
 

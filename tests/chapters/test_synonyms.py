@@ -164,3 +164,39 @@ def test_gap_correlation_gives_no_interval_below_four_word_pairs():
     assert np.isnan([few.low, few.high, few.pair_rho, few.pair_half_width]).all()
     assert not few.excludes_zero
     assert np.isnan(gap_correlation(gap[:1], gap[:1], np.zeros(1)).rho)
+
+
+def test_gap_correlation_change_counts_a_repeated_pair_once():
+    from bertflow_mini.chapters.synonyms import gap_correlation_change
+
+    rng = np.random.default_rng(1)
+    gap = rng.random(40)
+    before, after = rng.random(40), -gap + 0.3 * rng.random(40)
+    change, low, high = gap_correlation_change(gap, before, after, np.arange(40))
+    by_parts = (
+        gap_correlation(gap, after, np.arange(40)).rho
+        - gap_correlation(gap, before, np.arange(40)).rho
+    )
+    assert change == pytest.approx(by_parts) and low < change < high < 0
+    # each pair's swap ten times: the same evidence, the same interval
+    again = gap_correlation_change(
+        *(np.repeat(v, 10) for v in (gap, before, after, np.arange(40)))
+    )
+    assert again == pytest.approx((change, low, high))
+    # no change at all: a zero-width interval at 0
+    assert gap_correlation_change(gap, before, before, np.arange(40)) == (0.0, 0.0, 0.0)
+    assert np.isnan(gap_correlation_change(gap, before, after, np.arange(40) % 3)[1])
+
+
+def test_clustered_se_is_the_plain_se_for_single_values_and_ignores_copies():
+    from bertflow_mini.chapters.synonyms import clustered_se
+
+    v = np.random.default_rng(2).random(30)
+    plain = v.std(ddof=1) / np.sqrt(30)
+    assert clustered_se(v, np.arange(30)) == pytest.approx(plain)
+    # ten copies of each value in its own cluster: not √10 smaller
+    assert clustered_se(
+        np.repeat(v, 10), np.repeat(np.arange(30), 10)
+    ) == pytest.approx(plain)
+    with pytest.raises(ValueError, match="2 clusters"):
+        clustered_se(v, np.zeros(30))

@@ -314,6 +314,52 @@ def test_two_runs_give_identical_weights_and_the_loss_falls(
     assert _state_hash(folder / "pct-000") != hashes[0]  # the 0% checkpoint is the init
 
 
+def test_expected_targets_match_the_targets_a_real_run_drew(
+    tiny_corpus, tmp_path, monkeypatch
+):
+    # The oracle: a tiny pretraining run whose collator is watched, so the targets it really drew
+    # are counted; the expectation, read back from the facts the checkpoint carries, must match
+    # them. The run is exactly five epochs, so each token occurrence was drawn five times and chosen
+    # with probability 0.15 each time: a token of count c was a target Binomial(5c, 0.15) times.
+    train, _ = corpus.split_held_out(tiny_corpus, 0.02)
+    steps = 5 * -(-len(train) // TINY["batch_size"])  # the batches of five epochs
+    recipe = pretrain.with_overrides(**{**TINY, "steps": steps})
+    drawn: list[torch.Tensor] = []
+    in_step: list[bool] = []
+    real_step, real_mask = mlm.train_step, mlm.mask_tokens
+
+    def step(*args, **kwargs):
+        in_step.append(True)
+        try:
+            return real_step(*args, **kwargs)
+        finally:
+            in_step.pop()
+
+    def mask(*args, **kwargs):
+        inputs, labels = real_mask(*args, **kwargs)
+        if in_step:  # a training batch, not the held-out evaluation
+            drawn.append(labels[labels != mlm.IGNORE])
+        return inputs, labels
+
+    monkeypatch.setattr(mlm, "train_step", step)
+    monkeypatch.setattr(mlm, "mask_tokens", mask)
+    monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path))
+    folder = pretrain.pretrain(recipe, threads=1, progress=False) / "pct-100"
+    assert len(drawn) == steps
+    actual = np.bincount(torch.cat(drawn).numpy(), minlength=30522)
+    expected = pretrain.expected_targets(folder)
+    counts = np.load(folder / "token_counts.npy")
+    assert expected == pytest.approx(5 * 0.15 * counts)
+    # never more targets than draws, none for a token the split lacks (or a special one)
+    assert (actual <= 5 * counts).all() and not actual[counts == 0].any()
+    # the total: within 4 binomial standard deviations (a rate off by 10% is 7 of them)
+    assert abs(actual.sum() - expected.sum()) < 4 * np.sqrt(0.1275 * 5 * counts.sum())
+    # token by token: the standardised squares average 1 (their sd is at most 2/sqrt(k))
+    seen = counts > 0
+    z2 = (actual[seen] - expected[seen]) ** 2 / (0.1275 * 5 * counts[seen])
+    assert abs(z2.mean() - 1) < 4 * 2 / np.sqrt(seen.sum())
+
+
 def test_checkpoint_loads_with_automodel_and_load_encoder(
     tiny_corpus, tmp_path, monkeypatch
 ):

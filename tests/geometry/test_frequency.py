@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -335,6 +337,94 @@ def test_token_counts_reads_a_checkpoint_or_estimates_from_wordfreq(tmp_path):
     assert counts.tolist() == [5, 0, 1] and "corpus counts" in source
     with pytest.raises(ValueError, match="3 tokens"):
         token_counts(str(tmp_path), vocab + ["dog"])
+
+
+def _fake_checkpoint(root, name, counts, steps=10, batch_size=4, sentences=10):
+    folder = root / name
+    folder.mkdir()
+    facts = {
+        "recipe": {"steps": steps, "batch_size": batch_size},
+        "train_sentences": sentences,
+    }
+    (folder / "recipe.json").write_text(json.dumps(facts))
+    np.save(folder / "token_counts.npy", np.array(counts))
+    return folder
+
+
+def test_target_counts_from_a_runs_facts_by_hand(tmp_path):
+    from bertflow_mini.geometry.corpus_counts import target_counts
+
+    # 10 sentences in batches of 4: 3 batches an epoch; the 50% checkpoint of a 10-step run is
+    # step 5, so each sentence was drawn 5/3 times, and 15% of its tokens chosen as targets
+    folder = _fake_checkpoint(tmp_path, "pct-050", [0, 3, 6])
+    targets, source = target_counts(str(folder), ["[PAD]", "cat", "dog"])
+    assert targets == pytest.approx([0.0, 3 * 5 / 3 * 0.15, 6 * 5 / 3 * 0.15])
+    assert "1.67 epoch" in source and "15% masking" in source
+    # the random-init checkpoint: no step taken, no target drawn
+    start = _fake_checkpoint(tmp_path, "pct-000", [0, 3, 6])
+    assert target_counts(str(start), ["[PAD]", "cat", "dog"])[0].tolist() == [0, 0, 0]
+    # counts beside no checkpoint name: no step to read
+    other = _fake_checkpoint(tmp_path, "final", [0, 3, 6])
+    with pytest.raises(ValueError, match="pct-<percent>"):
+        target_counts(str(other), ["[PAD]", "cat", "dog"])
+
+
+def test_target_counts_of_another_model_are_an_estimate_from_googles_recipe(tmp_path):
+    import wordfreq
+
+    from bertflow_mini.geometry.corpus_counts import target_counts
+
+    vocab = ["the", "cat"]
+    targets, source = target_counts(str(tmp_path), vocab, corpus_words=1e6)
+    # 40 epochs of Google's recipe, 15% of each occurrence a target: 6 per occurrence
+    by_hand = [round(wordfreq.word_frequency(w, "en") * 1e6) * 40 * 0.15 for w in vocab]
+    assert targets == pytest.approx(by_hand) and source.startswith("estimated")
+    assert "40 epochs" in source
+
+
+def test_target_groups_cut_counts_where_the_expected_targets_cross_each_threshold():
+    from bertflow_mini.geometry.corpus_counts import target_groups
+    from bertflow_mini.geometry.frequency import norm_by_corpus_count
+
+    counts = np.arange(0, 3000)
+    # 0.07 targets per occurrence: 1 target from count 15 (14 x 0.07 = 0.98), 10 from 143
+    # (142 x 0.07 = 9.94), 100 from 1,429 (1,428 x 0.07 = 99.96)
+    edges, labels = target_groups(counts, 0.07 * counts, thresholds=(1, 10, 100))
+    assert edges == [0, 1, 15, 143, 1429]
+    assert labels == [
+        "0 (count 0)",
+        "under 1 (count 1–14)",
+        "1–10 (count 15–142)",
+        "10–100 (count 143–1,428)",
+        "≥ 100 (count ≥ 1,429)",
+    ]
+    # 6 targets per occurrence (Google's recipe): no whole count is expected under once
+    edges, labels = target_groups(counts, 6.0 * counts, thresholds=(1, 10, 100))
+    assert edges == [0, 1, 2, 17]
+    assert labels[1:] == ["1–10 (count 1)", "10–100 (count 2–16)", "≥ 100 (count ≥ 17)"]
+    # the groups fit the tables that take edges and labels
+    E0 = np.zeros((6, 2))
+    E = np.arange(12.0).reshape(6, 2)
+    table = norm_by_corpus_count(
+        E, E0, np.array([0, 0, 20, 30, 5, 7]), range(6), [0, 1, 15], ["a", "b", "c"]
+    )
+    assert table.index.tolist() == ["a", "b", "c"]
+    assert table["tokens"].tolist() == [2, 2, 2]
+    with pytest.raises(ValueError, match="multiple of counts"):
+        target_groups(counts, counts + 1.0)
+
+
+def test_sentence_draws_are_the_epochs_seen():
+    from bertflow_mini.encoders.pretrain import sentence_draws
+
+    facts = {"recipe": {"batch_size": 64}, "train_sentences": 6400}
+    # the batch size divides the corpus: step x batch size / sentences
+    assert sentence_draws(facts, 50) == pytest.approx(50 * 64 / 6400)
+    assert sentence_draws(facts, 0) == 0.0
+    # one sentence more: 101 batches an epoch, the last a batch of one
+    assert sentence_draws({**facts, "train_sentences": 6401}, 101) == 1.0
+    with pytest.raises(ValueError, match="step"):
+        sentence_draws(facts, -1)
 
 
 def test_drift_along_tells_the_way_each_group_moved():

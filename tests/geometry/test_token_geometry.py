@@ -161,6 +161,24 @@ def test_count_groups_by_hand():
     )  # (1, 0) ⟂ (0, 2)
     with pytest.raises(ValueError, match="increasing"):
         tg.count_groups(layer_from(E, bias, counts, special=[0]), edges=(0, 10, 2))
+    # named groups, and which rows are uniformly negative for the one context h = (−1, −1):
+    # every row of positive coordinates is
+    named = tg.count_groups(
+        layer_from(E, bias, counts, special=[0]),
+        edges=(0, 1, 10),
+        labels=["none", "few", "many"],
+        H=np.array([[-1.0, -1.0]]),
+    )
+    assert list(named.index) == ["none", "few", "many"]
+    assert named["uniformly negative"].tolist() == [1.0, 1.0, 1.0]
+    flipped = tg.count_groups(
+        layer_from(E * [[1], [-1], [1], [1], [1], [-1], [1], [1]], bias, counts, [0]),
+        edges=(0, 1, 10),
+        H=np.array([[-1.0, -1.0]]),
+    )
+    assert flipped["uniformly negative"].tolist() == [0.5, 1.0, 2 / 3]
+    with pytest.raises(ValueError, match="2 labels for 3 groups"):
+        tg.count_groups(layer_from(E, bias, counts, [0]), (0, 1, 10), labels=["a", "b"])
 
 
 def test_negative_direction_share_by_hand():
