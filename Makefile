@@ -144,10 +144,11 @@ endef
 # needs the model cache (tests/conftest.py gives each an empty one of its own).
 UNIT_MARKERS := not html and not notebook and not colab
 
-# The layers (import-linter's contracts in pyproject.toml) and the type hints (mypy).
+# The layers (import-linter's contracts in pyproject.toml) and the type hints (mypy), side by side:
+# each uses one core, and a fresh clone's mypy (no cache yet) takes over a minute. Fails if either does.
 lint: $(VENV)/.installed-test
-	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy
+	@$(VENV)/bin/mypy & mypy=$$!; $(VENV)/bin/lint-imports; imports=$$?; \
+	  wait $$mypy; typed=$$?; [ $$imports -eq 0 ] && [ $$typed -eq 0 ]
 
 # Lint and unit tests first (fast failures, before pretraining), then the cache, the chapters through
 # nbval, then the HTML book built with warnings as errors and opened in headless Chromium (tests
