@@ -69,6 +69,25 @@ def _private_cache(
     )
 
 
+class StopTraining(Exception):
+    """Raised by :func:`training_threads`' stand-in for a training loop."""
+
+
+@pytest.fixture()
+def training_threads():
+    """A stand-in for a training loop that records torch's thread count, then stops the run:
+    ``(record, seen)``; patch ``record`` over the loop and read ``seen`` afterwards."""
+    import torch
+
+    seen: list[int] = []
+
+    def record(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        raise StopTraining
+
+    return record, seen
+
+
 @pytest.fixture()
 def one_torch_thread():
     """Tiny models run fastest on one thread, and far faster than on an oversubscribed CPU."""

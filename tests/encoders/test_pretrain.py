@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from conftest import SHARED, TOKENIZER_DIR, need, tiny_mlm
+from conftest import SHARED, TOKENIZER_DIR, StopTraining, need, tiny_mlm
 
 from bertflow_mini.data import corpus
 from bertflow_mini.encoders import mlm, pretrain
@@ -526,31 +526,18 @@ def test_pretrain_cli_refuses_steps_and_minutes_together(capsys):
 
 
 def test_pretraining_threads_do_not_follow_the_callers_setting(
-    tiny_corpus, tmp_path, monkeypatch
+    tiny_corpus, tmp_path, monkeypatch, one_torch_thread, training_threads
 ):
     # the thread count changes the trained bits, so a machine with more (or fewer) cores must
     # still pretrain with the count the committed outputs were made with
     import torch
 
-    seen = []
-
-    class Stop(Exception):
-        pass
-
-    def record(*args, **kwargs):
-        seen.append(torch.get_num_threads())
-        raise Stop
-
+    record, seen = training_threads
     monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path))
     monkeypatch.setattr(pretrain, "train_mlm", record)
     # a machine with 8 cores
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with pytest.raises(Stop):
-            pretrain.pretrain(pretrain.with_overrides(**TINY), progress=False)
-        assert torch.get_num_threads() == 1  # the caller's setting is restored
-    finally:
-        torch.set_num_threads(before)
+    with pytest.raises(StopTraining):
+        pretrain.pretrain(pretrain.with_overrides(**TINY), progress=False)
+    assert torch.get_num_threads() == 1  # the caller's setting is restored
     assert seen == [2]

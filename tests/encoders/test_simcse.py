@@ -7,6 +7,7 @@ import hashlib
 import numpy as np
 import pytest
 import torch
+from conftest import StopTraining
 
 from bertflow_mini._io import cache_dir
 from bertflow_mini.encoders import names, simcse
@@ -405,22 +406,14 @@ def test_the_time_estimate_grows_with_the_network_outside_its_embeddings():
 
 
 def test_fine_tuning_threads_do_not_follow_the_callers_setting(
-    tiny_bert_dir, mini_data, monkeypatch, one_torch_thread
+    tiny_bert_dir, mini_data, monkeypatch, one_torch_thread, training_threads
 ):
     # like pretraining: the thread count changes the trained bits
-    seen = []
-
-    class Stop(Exception):
-        pass
-
-    def record(*args, **kwargs):
-        seen.append(torch.get_num_threads())
-        raise Stop
-
+    record, seen = training_threads
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
     monkeypatch.setattr(simcse, "DEFAULT", TINY)
     monkeypatch.setattr(simcse, "train_simcse", record)
-    with pytest.raises(Stop):
+    with pytest.raises(StopTraining):
         names.build("tiny-bert+simcse")
     assert seen == [2] and torch.get_num_threads() == 1
