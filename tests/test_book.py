@@ -14,6 +14,7 @@ import pytest
 import yaml
 from conftest import directive_fences, exercise_section, tags
 
+import bertflow_mini
 from bertflow_mini.chapters.output_check import cell_tolerance
 
 REPO = Path(__file__).resolve().parents[1]
@@ -170,6 +171,25 @@ def test_the_colab_editions_links_into_the_book_reach_its_pages_and_terms(built_
                 f"{nb_path.name}: {path} has no #{fragment}"
             )
     assert "book/glossary.html" in pages
+
+
+@pytest.mark.html
+def test_colab_launch_buttons_open_the_colab_editions(built_book):
+    """A chapter's rocket button opens its generated Colab edition at the pinned release (a file
+    the repository has), never the MyST source; the teachers' page, with no edition, has none."""
+    repo = CONFIG["repository"]["url"].removeprefix("https://github.com/")
+    launch = re.compile(r'class="dropdown dropdown-launch-buttons">(.*?)</ul>', re.S)
+    colab = re.compile(r'href="(https://colab\.research\.google\.com/[^"]+)"')
+    for nb_path in CHAPTERS + [REPO / "book" / "measurements.ipynb"]:
+        page = (built_book / "book" / nb_path.name).with_suffix(".html").read_text()
+        (buttons,) = launch.findall(page)
+        (url,) = colab.findall(buttons)
+        prefix = f"https://colab.research.google.com/github/{repo}/blob/"
+        tag, path = url.removeprefix(prefix).split("/", 1)
+        assert tag == f"v{bertflow_mini.__version__}"
+        assert path == f"book/colab/{nb_path.name}" and (REPO / path).exists(), url
+    teaching = (built_book / "book" / "teaching.html").read_text()
+    assert not colab.findall("".join(launch.findall(teaching)))
 
 
 # ----------------------------------------------------------------------------- browser

@@ -11,7 +11,8 @@
 ``teaching``     the instructor's page: words of prose, exercises and self-checks, student links
 ``execute``, ``output_check``: running a chapter and comparing a fresh output with the committed one
 ``editions``     the Colab and student editions of every chapter (``make editions``), each built by
-                 ``colab_edition``, whose text ``myst_markdown`` turns from MyST into plain Markdown
+                 ``colab_edition``, whose text ``myst_markdown`` turns from MyST into plain Markdown;
+                 ``launch_button``, the HTML book's Colab button, opens them
 
 Only what stages the book lives here (toy corpora, protocols on the book's own data, the pages'
 machinery); a measurement a reader could apply to their own vectors lives in its layer below.

@@ -71,6 +71,15 @@ class BookSite:
         default_factory=dict
     )  # MathJax macros of _config.yml
 
+    def colab(self, name: str, edition: str) -> str:
+        """Where the ``edition`` ("colab" or "student") of notebook ``name`` opens in Colab, at
+        the release the editions install."""
+        repository = self.repository.removeprefix("https://github.com/")
+        return (
+            f"https://colab.research.google.com/github/{repository}/blob/{self.tag}"
+            f"/book/{edition}/{name}"
+        )
+
     def page(self, docname: str, fragment: str = "") -> str:
         """The rendered page of ``docname`` (a path under the book without suffix)."""
         return f"{self.baseurl}{docname}.html" + (f"#{fragment}" if fragment else "")

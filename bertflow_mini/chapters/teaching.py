@@ -176,11 +176,9 @@ def student_links(root: str | PathLike) -> pd.Series:
 
     root = Path(root)
     site = editions.book_site(root)
-    repository = site.repository.removeprefix("https://github.com/")
     return pd.Series(
         {
-            path.stem: f"https://colab.research.google.com/github/{repository}/blob/"
-            f"{site.tag}/book/student/{path.name}"
+            path.stem: site.colab(path.name, "student")
             for path in editions.sources(root)
         },
         name="student edition in Colab",

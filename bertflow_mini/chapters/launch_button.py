@@ -1,0 +1,49 @@
+"""Sphinx extension: the HTML book's Colab launch button opens a chapter's Colab edition.
+
+sphinx-book-theme's button opens the page's own notebook, whose MyST (glued numbers, glossary
+roles, dropdowns, hidden claim cells) Colab cannot render; ``book/colab/<name>.ipynb``, generated
+from it by :mod:`bertflow_mini.chapters.editions`, is what a Colab reader should get. Listed under
+``sphinx.extra_extensions`` in ``_config.yml``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bertflow_mini.chapters import editions
+
+
+def _open_edition(
+    app: Any, pagename: str, _template: str, context: dict, _doctree: Any
+) -> None:
+    """Point the page's Colab button at its Colab edition; a page without one (the teachers'
+    page) loses the button rather than open its MyST source in Colab."""
+    root = Path(app.srcdir)
+    names = {f"book/{path.stem}": path.name for path in editions.sources(root)}
+    url = (
+        editions.book_site(root).colab(names[pagename], "colab")
+        if pagename in names
+        else None
+    )
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "launch-buttons":
+            continue
+        colab = [b for b in group["buttons"] if b.get("text") == "Colab"]
+        for button in colab:
+            if url is None:
+                group["buttons"].remove(button)
+            else:
+                button["url"] = url
+                button["tooltip"] = "Open this chapter's Colab edition"
+    context["header_buttons"] = [
+        g
+        for g in context.get("header_buttons", [])
+        if g.get("label") != "launch-buttons" or g["buttons"]
+    ]
+
+
+def setup(app: Any) -> dict[str, Any]:
+    # after sphinx-book-theme adds its launch buttons (priority 501)
+    app.connect("html-page-context", _open_edition, priority=600)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
