@@ -141,6 +141,9 @@ def test_bench_pretrain_smoke(mini_data, monkeypatch, capsys):
     """Our loop against transformers.Trainer, 2 steps of a 1-layer, 32-wide recipe (given by --set)."""
     from conftest import TOKENIZER_DIR, need
 
+    # the Trainer peer needs the `bench` extra (accelerate, transformers >= 5.2); `make
+    # test-floors` installs only the runtime floors
+    pytest.importorskip("accelerate")
     need(TOKENIZER_DIR)
     monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
     load("bench_pretrain").main(

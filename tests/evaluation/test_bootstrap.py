@@ -3,6 +3,8 @@ scipy.stats.bootstrap, stratification by subset, and the cases whose answer is k
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -57,6 +59,12 @@ def test_interval_agrees_with_scipy_bootstrap_percentile():
     def diff(a, b, g, axis=-1):
         return spearman_rows(a, g) - spearman_rows(b, g)
 
+    # scipy names the generator `rng` from 1.15 on, `random_state` before (the floor is 1.10)
+    seed = (
+        "rng"
+        if "rng" in inspect.signature(stats.bootstrap).parameters
+        else "random_state"
+    )
     ref = stats.bootstrap(
         (good, worse, gold),
         diff,
@@ -64,7 +72,7 @@ def test_interval_agrees_with_scipy_bootstrap_percentile():
         vectorized=True,
         n_resamples=2000,
         method="percentile",
-        rng=np.random.default_rng(1),
+        **{seed: np.random.default_rng(1)},
     ).confidence_interval
     ours = paired_bootstrap(good, worse, gold, n_resamples=2000, seed=2)
     width = ref.high - ref.low
