@@ -29,6 +29,7 @@ _API: dict[str, str] = {
     "setup": "bertflow_mini.chapters.chapter",
     "claim": "bertflow_mini.chapters.chapter",
     "glue": "bertflow_mini.chapters.chapter",
+    "rounded": "bertflow_mini.chapters.chapter",
     "seed_everything": "bertflow_mini.chapters.chapter",
     "COLORS": "bertflow_mini.chapters.plotting",
     "check": "bertflow_mini.chapters.exercises",

@@ -7,8 +7,10 @@ import os
 import random
 import textwrap
 import warnings
+from typing import TypeVar
 
 import numpy as np
+import pandas as pd
 import torch
 
 from bertflow_mini._device import default_device
@@ -23,6 +25,9 @@ from bertflow_mini.encoders.names import (
     why_default,
 )
 from bertflow_mini.encoders.sources import short_name
+
+#: A table :func:`rounded` accepts and returns.
+Table = TypeVar("Table", pd.DataFrame, pd.Series)
 
 
 def seed_everything(seed: int = 0) -> None:
@@ -201,3 +206,13 @@ def glue(name: str, value: object, display: bool = True) -> None:
             show(value)
         return
     myst_glue(name, value, display=display)
+
+
+def rounded(values: Table, decimals: int | dict[str, int]) -> Table:
+    """``values`` (a DataFrame or Series) rounded for printing, without negative zeros.
+
+    A value such as -0.0004 rounds to -0.0 and would print as "-0.00", a sign the data do not have.
+    """
+    out = values.round(decimals)
+    # adding 0.0 turns -0.0 into 0.0 and leaves every other value as it is
+    return out + 0.0

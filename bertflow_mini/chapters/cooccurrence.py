@@ -95,11 +95,12 @@ def neighbour_table(
 ) -> pd.DataFrame:
     """For each of ``words``: its ``k`` nearest words by cosine of ``vectors``, each labelled
     ``co-occur`` (PMI > 0 in ``counts``: syntagmatic, a shared topic or phrase) or ``substitute``
-    (never more often than chance together: paradigmatic, neighbours because they fill the same slots)."""
+    (never more often than chance together: paradigmatic, neighbours because they fill the same slots).
+    A word outside ``vocab`` (a smaller data run may not reach its minimum count) is left out."""
     P = pmi_matrix(counts)
     index = {w: i for i, w in enumerate(vocab)}
     rows = []
-    for word in words:
+    for word in (w for w in words if w in index):
         for rank, other in enumerate(nearest_words(vectors, vocab, word, k), start=1):
             relation = "co-occur" if P[index[word], index[other]] > 0 else "substitute"
             rows.append(

@@ -35,6 +35,7 @@ import torch
 
 from bertflow_mini.encoders.checkpoints import checkpoint_token_counts, load_mlm  # noqa: F401 (chapters' names)
 from bertflow_mini.encoders.mlm import pad_batch
+from bertflow_mini.encoders.names import BOOK_MODEL
 
 
 def head_by_hand(model, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -291,6 +292,30 @@ def held_out_sequences(recipe=None) -> tuple[list[np.ndarray], int]:
     seen = {np.asarray(s, dtype=np.int64).tobytes() for s in training_sequences(recipe)}
     kept = [s for s in seqs if np.asarray(s, dtype=np.int64).tobytes() not in seen]
     return kept, len(seqs) - len(kept)
+
+
+def model_token_counts(
+    model_name: str, mlm, seqs: Sequence[np.ndarray], tokenizer
+) -> tuple[np.ndarray, str]:
+    """How often each of ``mlm``'s tokens occurred in its training data, and where the counts come from.
+
+    A ``scratch-bert`` checkpoint stores its own corpus' counts; for any other model, whose corpus is
+    not at hand, the book's corpus (the token ids ``seqs``) stands in, and the returned description
+    says so. Counts indexed by another vocabulary would be meaningless, hence the error."""
+    if mlm.config.vocab_size != len(tokenizer):
+        raise ValueError(
+            f"{model_name} has {mlm.config.vocab_size:,} token ids, the book's tokenizer "
+            f"{len(tokenizer):,}: no token counts for it"
+        )
+    if model_name.startswith(BOOK_MODEL):
+        return checkpoint_token_counts(
+            model_name
+        ), f"{model_name}'s own training corpus"
+    counts = corpus_token_counts(seqs, len(tokenizer), tokenizer.all_special_ids)
+    return counts, (
+        f"the book's corpus (WordNet glosses + STS/SICK), standing in for {model_name}'s "
+        "own, which is not at hand"
+    )
 
 
 def training_sequences(recipe=None, *, cache: bool = True) -> list[np.ndarray]:

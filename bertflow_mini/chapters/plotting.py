@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -88,16 +89,20 @@ def offline_jshtml(anim, **kwargs) -> str:
 
 
 def basis_animation(
-    B: np.ndarray, points: dict[str, np.ndarray], n_frames: int = 16, size=(5.6, 4.4)
+    B: np.ndarray, points: dict[str, np.ndarray], n_frames: int = 16, size=(8.4, 4.4)
 ):
     """A 3-D animation of coordinate vectors ``points`` drawn in the basis (1 − s)·I + s·B as s goes
-    0 → 1, with their coordinate and true cosines printed on each frame (Chapter 2)."""
+    0 → 1, with their coordinate and true cosines printed beside each frame (Chapter 2). The axes
+    are the orthonormal reference frame e1, e2, e3; basis vectors are labelled at their midpoints
+    and the points at their tips, so that no two labels sit on the same spot."""
     from matplotlib import animation
 
     from bertflow_mini.geometry.bases import gram_cosine, interpolate_basis
 
     fig = plt.figure(figsize=size, dpi=64)
-    ax = fig.add_subplot(projection="3d")
+    # the left part holds the 3-D view, the right part the cosines printed beside it; a 3-D
+    # Axes (mpl_toolkits), whose three-coordinate methods matplotlib's type stubs do not know
+    ax: Any = fig.add_axes((0.0, 0.04, 0.56, 0.92), projection="3d")
     colors = dict(zip(points, ["#c44e52", "#4c72b0", "#55a868", "#8172b2"]))
     pairs = [(p, q) for i, p in enumerate(points) for q in list(points)[i + 1 :]]
     lim = 1.1 * max(np.abs(B @ a).max() for a in points.values())
@@ -109,7 +114,7 @@ def basis_animation(
         ax.clear()
         for i in range(M.shape[1]):
             ax.quiver(0, 0, 0, *M[:, i], color="0.55", lw=1, arrow_length_ratio=0.1)
-            ax.text(*(M[:, i] * 1.08), f"b{i + 1}", color="0.4", fontsize=8)
+            ax.text(*(M[:, i] * 0.5), f" b{i + 1}", color="0.35", fontsize=8)
         for name, a in points.items():
             ax.quiver(
                 0, 0, 0, *(M @ a), color=colors[name], lw=2.2, arrow_length_ratio=0.08
@@ -123,16 +128,21 @@ def basis_animation(
             for p, q in pairs
         ]
         ax.text2D(
-            0.0,
-            0.98,
-            "\n".join(lines),
+            1.16,
+            0.75,
+            f"s = {s:.2f}\n\n" + "\n".join(lines),
             transform=ax.transAxes,
-            fontsize=8,
+            fontsize=9,
             family="monospace",
             va="top",
         )
         ax.set(xlim=(-lim, lim), ylim=(-lim, lim), zlim=(-lim, lim))
-        ax.set_title(f"basis (1 − s)·I + s·B,  s = {s:.2f}", fontsize=10, y=-0.08)
+        ax.set(xlabel="e1", ylabel="e2", zlabel="e3")
+        ax.set_title(
+            "basis (1 − s)·I + s·B in the orthonormal frame e1, e2, e3",
+            fontsize=9,
+            y=-0.06,
+        )
 
     anim = animation.FuncAnimation(fig, draw, frames=n_frames)
     plt.close(fig)  # the animation, not a static copy of its last frame

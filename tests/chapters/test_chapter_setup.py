@@ -258,3 +258,24 @@ def test_glue_gives_myst_nb_plain_python_numbers(monkeypatch):
         float,
         int,
     ]
+
+
+def test_rounded_prints_no_negative_zero():
+    import pandas as pd
+
+    from bertflow_mini.chapters.chapter import rounded
+
+    frame = pd.DataFrame({"a": [-0.0004, 0.126, -0.5], "b": [-0.04, 1.25, 2.0]})
+    out = rounded(frame, {"a": 2, "b": 1})
+    assert out["a"].tolist() == [0.0, 0.13, -0.5]
+    assert out["b"].tolist() == [
+        0.0,
+        1.2,
+        2.0,
+    ]  # 1.25 rounds half to even, as pandas does
+    assert not np.signbit(out.loc[0]).any()
+    assert "-0.0" not in out.to_string()
+    # the plain pandas rounding keeps the sign a reader would see
+    assert "-0.0" in frame.round(2).to_string()
+    series = rounded(pd.Series([-1e-9, 3.14159]), 3)
+    assert series.tolist() == [0.0, 3.142] and not np.signbit(series.iloc[0])

@@ -245,3 +245,37 @@ def test_held_out_sequences_drop_what_tokenises_like_a_training_sentence(monkeyp
     want = tokenize(keep, pretrain.load_tokenizer(), recipe.max_length).seqs
     assert dropped == 1 and len(got) == len(keep) == len(held) - 1
     assert all((a == b).all() for a, b in zip(got, want))
+
+
+def test_model_token_counts_says_where_its_counts_come_from(model, monkeypatch):
+    from bertflow_mini.chapters import mlm_probe
+
+    class Tok:
+        """A tokenizer's two attributes the counts need."""
+
+        all_special_ids = [CLS, SEP, PAD, MASK]
+
+        def __init__(self, size: int) -> None:
+            self.size = size
+
+        def __len__(self) -> int:
+            return self.size
+
+    seqs = [np.array([CLS, 7, 7, 9, SEP]), np.array([CLS, 9, SEP])]
+    tokenizer = Tok(40)
+    counts, source = mlm_probe.model_token_counts(
+        "bert-base-uncased", model, seqs, tokenizer
+    )
+    assert counts[7] == 2 and counts[9] == 2 and counts[CLS] == 0 and counts.sum() == 4
+    assert "book's corpus" in source and "bert-base-uncased" in source
+
+    # the book's model reads its own checkpoint's counts instead
+    stored = np.arange(40)
+    monkeypatch.setattr(mlm_probe, "checkpoint_token_counts", lambda name: stored)
+    counts, source = mlm_probe.model_token_counts(
+        "scratch-bert@50%", model, seqs, tokenizer
+    )
+    assert counts is stored and source == "scratch-bert@50%'s own training corpus"
+
+    with pytest.raises(ValueError, match="no token counts"):
+        mlm_probe.model_token_counts("bert-base-uncased", model, seqs, Tok(41))

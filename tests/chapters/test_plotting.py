@@ -50,6 +50,8 @@ def test_basis_animation_prints_both_cosines_on_each_frame():
     anim._func(0)  # the first frame: orthonormal, the two cosines agree
     text = " ".join(t.get_text() for t in fig.axes[0].texts)
     assert "cos(x1,x3): coord +0.00  true +0.00" in text
+    ax = fig.axes[0]
+    assert [ax.get_xlabel(), ax.get_ylabel(), ax.get_zlabel()] == ["e1", "e2", "e3"]
     assert html_frames(anim) == 3
 
 

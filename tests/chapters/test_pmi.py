@@ -230,6 +230,9 @@ def test_nearest_words_and_their_relation_labels():
     table = neighbour_table(X, counts, vocab, ["cat"], k=2)
     assert table["neighbour"].tolist() == ["kitten", "dog"]
     assert table["relation"].tolist() == ["substitute", "co-occur"]
+    # a word below the vocabulary's minimum count is left out, the others kept
+    both = neighbour_table(X, counts, vocab, ["zebra", "cat"], k=2)
+    assert both.equals(table)
 
 
 def test_two_term_regression_separates_pmi_from_frequency():
