@@ -263,7 +263,7 @@ def four_parent_hole_ratios(model: str) -> list[float]:
 
     evaluation = Evaluation(_encoder(model), progress=False)
     X = evaluation.embedded("STSB", "first-last-avg").vectors.astype(np.float64)
-    query, reference = holes.query_reference_split(len(X), reference=0.5, seed=0)
+    query, reference = holes.task_pair_split(evaluation, "STSB", reference=0.5, seed=0)
     query = query[:3000]
     plan = holes.mixture_plan(len(query), 3000, parents=4, kind="random", seed=0)
     white = evaluation.postprocessor("STSB", "first-last-avg", "whitening")

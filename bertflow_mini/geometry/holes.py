@@ -5,7 +5,8 @@ that carry no meaning; that a mean-pooled sentence vector, a convex combination 
 can land in one; and that a standard Gaussian has no holes. None of this is measured in the paper.
 This module measures it on sentence embeddings:
 
-1. split the sentences into a *reference* set and a *query* set (:func:`query_reference_split`);
+1. split the sentences into a *reference* set and a *query* set (:func:`query_reference_split`, or
+   :func:`pair_split`, which keeps the two sentences of a pair on one side);
 2. form convex combinations of query embeddings — midpoints, or random mixtures with Dirichlet
    weights (:func:`mixture_plan`, :func:`mix`);
 3. for every real query vector and every mixture, the mean ℓ2 distance to its ``k`` nearest
@@ -41,6 +42,60 @@ def query_reference_split(
     perm = np.random.default_rng(seed).permutation(n)
     cut = round(n * reference)
     return np.sort(perm[cut:]), np.sort(perm[:cut])
+
+
+def pair_split(
+    sentences: Sequence[str],
+    first: Sequence[str],
+    second: Sequence[str],
+    reference: float = 0.5,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(query indices, reference indices) into ``sentences``, split so that the two sentences of
+    every pair (``first[i]``, ``second[i]``) fall on the same side: a query's paraphrase partner is
+    never among the reference vectors it is measured against. Sentences linked through pairs form
+    groups (connected components); whole groups are drawn in random order into the reference part
+    until it holds about ``reference`` of the sentences. A pair's sentence missing from
+    ``sentences`` is a ValueError."""
+    n = len(sentences)
+    if n < 4 or not 0 < reference < 1 or len(first) != len(second):
+        raise ValueError(
+            f"need >= 4 sentences, 0 < reference < 1 and as many first as second "
+            f"sentences, got {n}, reference={reference}, {len(first)} vs {len(second)}"
+        )
+    index = {s: i for i, s in enumerate(sentences)}
+    missing = [s for s in (*first, *second) if s not in index]
+    if missing:
+        raise ValueError(f"{len(missing)} paired sentences are not in `sentences`")
+    root = list(range(n))
+
+    def find(i: int) -> int:
+        # union-find with path halving
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    for a, b in zip(first, second):
+        root[find(index[a])] = find(index[b])
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(i)
+    order = np.random.default_rng(seed).permutation(len(groups))
+    members = list(groups.values())
+    ref: list[int] = []
+    target = round(n * reference)
+    for g in order:
+        if len(ref) >= target:
+            break
+        ref.extend(members[g])
+    in_ref = np.zeros(n, dtype=bool)
+    in_ref[ref] = True
+    if in_ref.all():
+        raise ValueError(
+            "the pairs link every sentence into one group: no split exists"
+        )
+    return np.flatnonzero(~in_ref), np.flatnonzero(in_ref)
 
 
 @dataclass
@@ -89,6 +144,55 @@ def hole_ratio(
         np.median(knn_distance(mixed, reference, k))
         / np.median(knn_distance(real, reference, k))
     )
+
+
+def task_pair_split(
+    evaluation, task: str, reference: float = 0.5, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pair_split` of every sentence of ``task`` (all splits, in the order of
+    ``evaluation.embedded(task, …).sentences``) by the pairs of all its splits; ``evaluation`` is
+    an :class:`~bertflow_mini.evaluation.reproduce.Evaluation`."""
+    from bertflow_mini.data.pairs import splits
+
+    parts = [evaluation.load(task, split) for split in splits(task)]
+    first = [s for part in parts for s in part.sent1]
+    second = [s for part in parts for s in part.sent2]
+    return pair_split(evaluation.sentences(task), first, second, reference, seed)
+
+
+def excess_interval(
+    distances: dict[str, np.ndarray],
+    twin: dict[str, np.ndarray],
+    kind: str = "mixed inside",
+    draws: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """The hole ratio of one space minus that of its Gaussian twin, with a bootstrap percentile
+    interval: (difference, low, high). Both come from :func:`hole_distances` with the same plan and
+    query rows, so one draw resamples the real rows and the mixtures with the same indices in both
+    spaces (paired). The interval covers the choice of queries and mixtures, not of the reference
+    set or of the twin's sample."""
+    if not 0 < level < 1 or draws < 1:
+        raise ValueError(f"need 0 < level < 1 and draws >= 1, got {level}, {draws}")
+    sizes = {len(d["real"]) for d in (distances, twin)}
+    sizes_mixed = {len(d[kind]) for d in (distances, twin)}
+    if len(sizes) != 1 or len(sizes_mixed) != 1:
+        raise ValueError("the two spaces must share the query rows and the mixtures")
+    n, m = sizes.pop(), sizes_mixed.pop()
+
+    def ratio(d: dict[str, np.ndarray], i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        # medians along the last axis: one ratio per draw
+        return np.median(d[kind][j], axis=-1) / np.median(d["real"][i], axis=-1)
+
+    everything = (np.arange(n), np.arange(m))
+    observed = float(ratio(distances, *everything) - ratio(twin, *everything))
+    rng = np.random.default_rng(seed)
+    i, j = rng.integers(0, n, (draws, n)), rng.integers(0, m, (draws, m))
+    diffs = ratio(distances, i, j) - ratio(twin, i, j)
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(diffs, [tail, 100 - tail])
+    return observed, float(low), float(high)
 
 
 def gaussian_twin(X: np.ndarray, seed: int = 0) -> np.ndarray:

@@ -231,7 +231,7 @@ def solution_7_2(model: str) -> list[float]:
 
     evaluation = bf.Evaluation(bf.load_encoder(model), progress=False)
     X = evaluation.embedded("STSB", "first-last-avg").vectors.astype(np.float64)
-    query, reference = holes.query_reference_split(len(X), reference=0.5, seed=0)
+    query, reference = holes.task_pair_split(evaluation, "STSB", reference=0.5, seed=0)
     query = query[:3000]
     white = evaluation.postprocessor("STSB", "first-last-avg", "whitening")
     spaces = {"raw": None, "whitened": white.transform}

@@ -129,3 +129,75 @@ def test_sentence_rarity_by_hand():
     )
     with pytest.raises(ValueError):
         holes.sentence_rarity([[]], counts)
+
+
+def test_pair_split_keeps_every_pair_on_one_side():
+    sentences = [f"s{i}" for i in range(200)]
+    rng = np.random.default_rng(0)
+    # chains s0-s1-s2 and random pairs: linked sentences must share a side, transitively
+    first = ["s0", "s1", *(f"s{i}" for i in rng.integers(3, 200, 60))]
+    second = ["s1", "s2", *(f"s{i}" for i in rng.integers(3, 200, 60))]
+    q, r = holes.pair_split(sentences, first, second, reference=0.5, seed=3)
+    assert sorted(np.r_[q, r].tolist()) == list(range(200))
+    side = {sentences[i]: "r" for i in r} | {sentences[i]: "q" for i in q}
+    assert all(side[a] == side[b] for a, b in zip(first, second))
+    assert side["s0"] == side["s2"]
+    # whole groups are drawn until the reference part reaches its share: it overshoots by less
+    # than one group (here at most 61 + 1 sentences in a group, far fewer in practice)
+    assert 100 <= len(r) < 100 + 62 and len(q) > 0
+    with pytest.raises(ValueError):
+        holes.pair_split(sentences, ["s0"], ["nowhere"])
+    with pytest.raises(ValueError):
+        holes.pair_split(sentences, ["s0"], [])
+    with pytest.raises(ValueError):  # one group holds everything: no query side is left
+        holes.pair_split(sentences[:4], ["s0", "s1", "s2"], ["s1", "s2", "s3"])
+
+
+def test_excess_interval_is_zero_for_a_copy_and_exact_for_scaled_mixtures():
+    rng = np.random.default_rng(2)
+    twin = {"real": rng.gamma(4, size=500), "mixed inside": rng.gamma(3, size=400)}
+    same = holes.excess_interval(twin, dict(twin), draws=200)
+    assert same == (0.0, 0.0, 0.0)
+    h_twin = np.median(twin["mixed inside"]) / np.median(twin["real"])
+    # mixtures 20 % further from their neighbours: the ratio is 1.2 times the twin's in every draw
+    emptier = {"real": twin["real"], "mixed inside": 1.2 * twin["mixed inside"]}
+    diff, low, high = holes.excess_interval(emptier, twin, draws=300, seed=1)
+    assert diff == pytest.approx(0.2 * h_twin)
+    assert 0 < low < diff < high
+    # an independent noisy copy: the interval is wide enough to hold zero
+    other = {"real": rng.gamma(4, size=500), "mixed inside": rng.gamma(3, size=400)}
+    _, low, high = holes.excess_interval(other, twin, draws=500)
+    assert low < 0 < high
+    with pytest.raises(ValueError):
+        holes.excess_interval(
+            twin, {"real": twin["real"][:10], "mixed inside": twin["mixed inside"]}
+        )
+
+
+def test_task_pair_split_links_pairs_across_all_splits():
+    from types import SimpleNamespace
+
+    # a pair in train and one in test share "b": a, b, c must land on one side together
+    split_pairs = {
+        "train": (["a", "d"], ["b", "e"]),
+        "dev": (["f"], ["g"]),
+        "test": (["b", "h"], ["c", "i"]),
+    }
+
+    class Stub:
+        def load(self, task, split):
+            return SimpleNamespace(
+                sent1=split_pairs[split][0], sent2=split_pairs[split][1]
+            )
+
+        def sentences(self, task):
+            return list("abcdefghi")
+
+    for seed in range(5):
+        q, r = holes.task_pair_split(Stub(), "STSB", seed=seed)
+        side = np.zeros(9, dtype=bool)
+        side[r] = True
+        assert (
+            side[0] == side[1] == side[2] and side[3] == side[4] and side[5] == side[6]
+        )
+        assert sorted(np.r_[q, r].tolist()) == list(range(9))
