@@ -37,7 +37,7 @@ EXECUTED := $(BUILD)/executed
 NOTEBOOKS ?= book/
 NBVAL = --nbval-lax -p no:randomly $(NOTEBOOKS)
 
-.PHONY: all install browser-deps cache book html editions student refresh test test-colab unit lint lock test-portability clean help
+.PHONY: all install browser-deps cache book html editions student refresh test test-colab test-floors unit lint lock test-portability clean help
 all: help
 help:
 	@echo "make book    - set up, execute the chapters into $(EXECUTED)/ (what changed), build the HTML book"
@@ -48,6 +48,7 @@ help:
 	@echo "make refresh - (maintainers) re-execute the chapters in place, rewriting their committed outputs"
 	@echo "make test-portability - the chapters' checks under other BLAS kernels and thread counts"
 	@echo "make test-colab - every chapter as a Colab reader runs it (wheel, bert-base's shape)"
+	@echo "make test-floors - the unit tests and chapter 0 at the lowest versions pyproject.toml allows"
 
 # The package's extras (`book` to build the book; for `make test` also `test` and `bench`), every
 # package, transitive ones included, at its version in requirements.lock: the environment the
@@ -166,6 +167,21 @@ test: lint $(VENV)/.installed-test browser-deps
 # exact shapes (random weights) from $$BERTFLOW_MODELS, the first 20 pairs of every split.
 test-colab: $(VENV)/.installed-test cache
 	$(call pytest,tests/test_colab_path.py -m colab -p no:randomly)
+
+# The lowest versions pyproject.toml allows (uv's lowest-direct resolution of the runtime
+# dependencies; the tools keep their exact pins), in a virtualenv of their own under $(BUILD)/floors:
+# the unit tests, then chapter 0 executed there (run to the end, not compared: other versions
+# print other digits). Not part of `make test`: the floors' torch is a CUDA build of several GB.
+FLOORS := $(BUILD)/floors
+test-floors: $(VENV)/.installed-test cache
+	$(VENV)/bin/uv pip compile pyproject.toml --extra book --extra test --resolution lowest-direct \
+	  --python-version 3.11 --no-header -q -o $(FLOORS).lock
+	test -x $(FLOORS)/bin/python || $(PYTHON) -m venv $(FLOORS)
+	$(VENV)/bin/uv pip install -q --python $(FLOORS)/bin/python -r $(FLOORS).lock
+	PYTHONPATH=$(abspath .) $(FLOORS)/bin/python -m pytest tests -m "$(UNIT_MARKERS)" -p no:cacheprovider $(PYTEST_ARGS)
+	@mkdir -p $(FLOORS)/executed
+	PYTHONPATH=$(abspath .) $(FLOORS)/bin/python -m bertflow_mini.chapters.execute \
+	  book/00-the-puzzle.ipynb --output $(FLOORS)/executed/00-the-puzzle.ipynb
 
 # The chapters' nbval check under perturbations that change floating point the way another CPU
 # does, each against the same warm cache and each required to pass: 1 thread instead of 2
