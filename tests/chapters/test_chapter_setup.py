@@ -258,3 +258,100 @@ def test_glue_gives_myst_nb_plain_python_numbers(monkeypatch):
         float,
         int,
     ]
+
+
+def shipped_budget() -> dict:
+    """The shipped Colab budget, read as JSON (the oracle for the set-up's time line)."""
+    import json
+    from importlib.resources import files
+
+    text = (
+        files("bertflow_mini.evaluation") / "results" / "colab-budget.json"
+    ).read_text()
+    return json.loads(text)
+
+
+@pytest.fixture
+def cpu_without_cap(monkeypatch, tmp_path):
+    """bert-base on a CPU with no mirror and no cap; the cap setup() may set is undone after."""
+    from bertflow_mini.chapters import chapter as chapter_setup
+    from bertflow_mini.data.pairs import MAX_PAIRS_ENV
+
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
+    monkeypatch.delenv("BERTFLOW_DATA", raising=False)
+    # recorded first, so that the cap setup() writes is removed afterwards
+    monkeypatch.setenv(MAX_PAIRS_ENV, "1")
+    monkeypatch.delenv(MAX_PAIRS_ENV)
+    monkeypatch.delenv("BERTFLOW_QUICK", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setattr(chapter_setup, "default_device", lambda: "cpu")
+    yield chapter_setup
+    chapter_setup._STATE["model"] = "scratch-bert"
+
+
+@pytest.mark.parametrize("how", ["argument", "variable"])
+def test_quick_mode_sets_the_cap_and_says_the_run_is_quick(
+    cpu_without_cap, monkeypatch, capsys, how
+):
+    import os
+
+    budget = shipped_budget()
+    pairs = budget["quick"]["pairs"]
+    if how == "variable":
+        monkeypatch.setenv("BERTFLOW_QUICK", "1")
+    cpu_without_cap.setup(
+        "bert-base-uncased", quick=True if how == "argument" else None
+    )
+    assert os.environ["BERTFLOW_MAX_PAIRS"] == str(pairs)
+    from bertflow_mini.data import max_pairs
+
+    assert max_pairs() == pairs
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == (
+        f"data  : only the first {pairs} pairs of each split ($BERTFLOW_MAX_PAIRS): a quick run, "
+        "not the book's numbers"
+    )
+    quick = [c["quick_cpu_s"]["total"] / 60 for c in budget["chapters"].values()]
+    assert lines[-1].startswith(
+        "time  : quick run (bf.setup(quick=True)): a chapter takes about "
+    )
+    assert f"{round(min(quick))}-{round(max(quick))} min on Colab's CPU" in lines[-1]
+
+
+def test_a_full_run_of_bert_base_on_a_cpu_prints_the_chapters_minutes(
+    cpu_without_cap, monkeypatch, capsys
+):
+    budget = shipped_budget()["chapters"]["06"]
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/reader/book/06-sts-evaluation.ipynb")
+    cpu_without_cap.setup("bert-base-uncased")
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(
+        f"time  : chapter 6 takes about {round(budget['cpu_s']['total'] / 60)} min on Colab's CPU"
+    )
+    assert f"a T4 GPU about {round(budget['t4_s']['total'] / 60)})" in last
+    assert f"in about {round(budget['quick_cpu_s']['total'] / 60)} min" in last
+
+
+def test_quick_mode_is_off_unless_asked_and_a_bad_variable_is_named(
+    cpu_without_cap, monkeypatch
+):
+    assert not cpu_without_cap.quick_requested()
+    monkeypatch.setenv("BERTFLOW_QUICK", "0")
+    assert not cpu_without_cap.quick_requested() and cpu_without_cap.quick_requested(
+        True
+    )
+    monkeypatch.setenv("BERTFLOW_QUICK", "soon")
+    with pytest.raises(
+        ValueError, match=r"\$BERTFLOW_QUICK must be 1/true/yes.*'soon'"
+    ):
+        cpu_without_cap.quick_requested()
+
+
+def test_a_model_without_a_budget_prints_no_time(
+    cpu_without_cap, tiny_bert_dir, monkeypatch, capsys
+):
+    # the book's pages: their set-up output (checked by nbval) has no time line
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    cpu_without_cap.setup("tiny-bert")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and lines[2].startswith("device: cpu")
