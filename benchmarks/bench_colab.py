@@ -4,6 +4,7 @@ turned into minutes on Colab's CPU and on a T4 from throughput measured here (no
     python benchmarks/bench_colab.py                    # throughput, then every chapter counted
     python benchmarks/bench_colab.py --chapters 02 06   # some chapters only (others kept from --out)
     python benchmarks/bench_colab.py --smoke            # tiny throughput runs, no chapter, no file
+    python benchmarks/bench_colab.py --from-json        # re-price the work recorded in --out
 
 1. **Rates at bert-base's exact shape** (one thread, CPU time, so other jobs on a shared
    machine do not inflate it): a random network of bert-base's config (``bert-base-uncased@0``)
@@ -32,7 +33,8 @@ turned into minutes on Colab's CPU and on a T4 from throughput measured here (no
    max(its FLOPs at that rate, kernels per step x an *assumed* ``--launch-us`` + the host's CPU
    time per step), the loss's ``.item()`` each step keeping host and card from overlapping.
    **Quick runs** (``bf.setup(quick=True)``): the pair-driven work (inference tokens, flow fits)
-   scaled by the share of the benchmark's pairs the cap keeps; SimCSE's training, chapter 7's
+   scaled by the share of the benchmark's pairs the cap keeps (the largest cap of
+   ``QUICK_CANDIDATES`` that keeps every chapter within the CPU goal); SimCSE's training, chapter 7's
    fixed QNLI subset, loads, downloads, installs and the other CPU work kept whole. Estimates from
    counted work and measured rates, not timings of Colab (no GPU was lent).
 
@@ -588,6 +590,9 @@ def main(argv: list[str] | None = None) -> dict:
     )
     n, flow_rows = (16, 64) if args.smoke else (args.sentences, args.flow_rows)
     kept = previous.get("throughput", {}) if args.from_json else {}
+    if "flow" in kept:
+        # flow_rate fits with the default batch (recorded from then on)
+        kept["flow"] = {"batch": fit_batch({}), **kept["flow"]}
     rates = {
         "bert": kept.get("bert") or throughput("bert-base-uncased@0", n, args.threads),
         "minilm": kept.get("minilm") or throughput("all-MiniLM-L6-v2", n, args.threads),
@@ -634,6 +639,16 @@ def main(argv: list[str] | None = None) -> dict:
                 )
                 continue
             results[chapter.name[:2]] = {"work": work}
+            # saved as each chapter ends (priced with the last quick share until all are counted)
+            share = previous.get("quick", {}).get("share", 1.0)
+            priced = {
+                k: {"work": r["work"], **estimate(r["work"], rates, args, k, share)}
+                for k, r in sorted(results.items())
+            }
+            write(
+                args.out,
+                record(args, rates, priced, failed, previous.get("quick", {}), sizes),
+            )
     quick = choose_quick(results, rates, args, sizes) if results else {}
     share = quick.get("share", 1.0)
     results = {

@@ -124,20 +124,25 @@ def running_time(cap: int | None, chapter: str | None = None) -> str:
     if cap is None:
         return (
             f"time  : {where} takes about {span('Colab CPU (min)')} min on Colab's CPU with "
-            f"{BUDGET_MODEL} (estimated; a T4 GPU about {span('T4 (min)')}); "
-            f"bf.setup(quick=True) runs the first {quick_pairs()} pairs of each split in about "
-            f"{span('quick CPU (min)')} min"
+            f"{BUDGET_MODEL} (estimated; a T4 GPU about {span('T4 (min)')});\n"
+            f"        bf.setup(quick=True) runs the first {quick_pairs()} pairs of each split in "
+            f"about {span('quick CPU (min)')} min"
         )
     if cap == quick_pairs():
         return (
             f"time  : quick run (bf.setup(quick=True)): {where} takes about "
-            f"{span('quick CPU (min)')} min on Colab's CPU with {BUDGET_MODEL} (estimated; "
-            f"the full run about {span('Colab CPU (min)')})"
+            f"{span('quick CPU (min)')} min on Colab's CPU\n"
+            f"        with {BUDGET_MODEL} (estimated; the full run about {span('Colab CPU (min)')})"
         )
     return f"time  : no estimate for a cap of {cap} pairs (the quick run keeps {quick_pairs()})"
 
 
-def setup(model: str | None = None, seed: int = 0, quick: bool | None = None) -> str:
+def setup(
+    model: str | None = None,
+    seed: int = 0,
+    quick: bool | None = None,
+    chapter: str | None = None,
+) -> str:
     """Seed, style, build the model when this machine makes it and has not yet (saying so and
     about how long), and print which model runs, why, where it comes from and on which device;
     returns the model name.
@@ -149,7 +154,8 @@ def setup(model: str | None = None, seed: int = 0, quick: bool | None = None) ->
     ``quick=True`` (or ``$BERTFLOW_QUICK=1``) makes a quick run for a CPU lab session: it sets
     ``$BERTFLOW_MAX_PAIRS`` to :func:`quick_pairs`, so every data set keeps its first pairs and
     the self-checks answer for that cap; the set-up says the numbers are a quick run's. With
-    bert-base on a CPU the set-up also prints the chapter's estimated minutes.
+    bert-base on a CPU the set-up also prints the estimated minutes of ``chapter`` (its two-digit
+    number, as the Colab edition passes it; else :func:`chapter_number`, else every chapter's).
     """
     if quick_requested(quick):
         os.environ[MAX_PAIRS_ENV] = str(quick_pairs())
@@ -183,7 +189,7 @@ def setup(model: str | None = None, seed: int = 0, quick: bool | None = None) ->
         f"device: {default_device()}   torch {torch.__version__.split('+')[0]}   seed {seed}"
     )
     if short_name(model) == BUDGET_MODEL and default_device() == "cpu":
-        print(running_time(max_pairs(), chapter_number()))
+        print(running_time(max_pairs(), chapter or chapter_number()))
     return model
 
 
