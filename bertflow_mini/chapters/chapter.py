@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import textwrap
 import warnings
 from typing import TypeVar
@@ -25,6 +26,12 @@ from bertflow_mini.encoders.names import (
     why_default,
 )
 from bertflow_mini.encoders.sources import short_name
+from bertflow_mini.evaluation.measured import colab_budget
+
+#: Set to 1 (or true, yes) for a quick run, as ``setup(quick=True)``.
+QUICK_ENV = "BERTFLOW_QUICK"
+#: The model the Colab budget (``bf.colab_budget()``) was counted for.
+BUDGET_MODEL = "bert-base-uncased"
 
 #: A table :func:`rounded` accepts and returns.
 Table = TypeVar("Table", pd.DataFrame, pd.Series)
@@ -68,7 +75,79 @@ _NOTES: dict[str, str] = {}
 _GATHER: dict[str, bool] = {"on": False}
 
 
-def setup(model: str | None = None, seed: int = 0) -> str:
+def quick_requested(quick: bool | None = None) -> bool:
+    """Whether this run is a quick one: ``quick`` when given, else ``$BERTFLOW_QUICK``."""
+    if quick is not None:
+        return bool(quick)
+    raw = os.environ.get(QUICK_ENV, "").strip().lower()
+    if raw in ("", "0", "false", "no"):
+        return False
+    if raw in ("1", "true", "yes"):
+        return True
+    raise ValueError(f"${QUICK_ENV} must be 1/true/yes or 0/false/no, got {raw!r}")
+
+
+def quick_pairs() -> int:
+    """Pairs per split a quick run keeps: the cap the Colab budget chose so that every chapter
+    fits 30 minutes on Colab's CPU with bert-base (``bf.colab_budget().attrs["quick"]``)."""
+    return int(colab_budget().attrs["quick"]["pairs"])
+
+
+def chapter_number() -> str | None:
+    """The running notebook's two-digit chapter number, where the front end tells the kernel its
+    file (Jupyter Server's ``$JPY_SESSION_NAME``, ``__session__``, VS Code); else None."""
+    names = [os.environ.get("JPY_SESSION_NAME", "")]
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # plain Python
+        shell = None
+    if shell is not None:
+        names += [
+            str(shell.user_ns.get(k, "")) for k in ("__session__", "__vsc_ipynb_file__")
+        ]
+    for name in names:
+        if found := re.match(r"(\d\d)-", os.path.basename(name)):
+            return found.group(1)
+    return None
+
+
+def running_time(cap: int | None, chapter: str | None = None) -> str:
+    """The set-up's line on time for bert-base on a CPU: this chapter's (or every chapter's)
+    estimated minutes on Colab's CPU for a full run (``cap`` None) or a quick one, from the shipped
+    budget; a cap other than the quick run's has no estimate."""
+    budget = colab_budget()
+    chapter = chapter if chapter in budget.index else None
+    rows = budget.loc[[chapter]] if chapter else budget
+    where = f"chapter {int(chapter)}" if chapter else "a chapter"
+
+    def span(column: str) -> str:
+        low, high = round(rows[column].min()), round(rows[column].max())
+        return f"{high}" if low == high else f"{low}-{high}"
+
+    if cap is None:
+        return (
+            f"time  : {where} takes about {span('Colab CPU (min)')} min on Colab's CPU with "
+            f"{BUDGET_MODEL} (estimated; a T4 GPU about {span('T4 (min)')});\n"
+            f"        bf.setup(quick=True) runs the first {quick_pairs()} pairs of each split in "
+            f"about {span('quick CPU (min)')} min"
+        )
+    if cap == quick_pairs():
+        return (
+            f"time  : quick run (bf.setup(quick=True)): {where} takes about "
+            f"{span('quick CPU (min)')} min on Colab's CPU\n"
+            f"        with {BUDGET_MODEL} (estimated; the full run about {span('Colab CPU (min)')})"
+        )
+    return f"time  : no estimate for a cap of {cap} pairs (the quick run keeps {quick_pairs()})"
+
+
+def setup(
+    model: str | None = None,
+    seed: int = 0,
+    quick: bool | None = None,
+    chapter: str | None = None,
+) -> str:
     """Seed, style, build the model when this machine makes it and has not yet (saying so and
     about how long), and print which model runs, why, where it comes from and on which device;
     returns the model name.
@@ -76,7 +155,15 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     ``model=None`` picks :func:`bertflow_mini.encoders.names.default_model`: ``$BERTFLOW_MODEL_NAME`` if
     set, else the book's ``scratch-bert`` where a local mirror is configured or the hub is out of
     reach, else (Colab) the paper's ``bert-base-uncased``. A name given here always wins.
+
+    ``quick=True`` (or ``$BERTFLOW_QUICK=1``) makes a quick run for a CPU lab session: it sets
+    ``$BERTFLOW_MAX_PAIRS`` to :func:`quick_pairs`, so every data set keeps its first pairs and
+    the self-checks answer for that cap; the set-up says the numbers are a quick run's. With
+    bert-base on a CPU the set-up also prints the estimated minutes of ``chapter`` (its two-digit
+    number, as the Colab edition passes it; else :func:`chapter_number`, else every chapter's).
     """
+    if quick_requested(quick):
+        os.environ[MAX_PAIRS_ENV] = str(quick_pairs())
     seed_everything(seed)
     # transformers imports tqdm.auto, which warns when ipywidgets is missing; text bars are fine
     warnings.filterwarnings("ignore", message="IProgress not found")
@@ -106,6 +193,8 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     print(
         f"device: {default_device()}   torch {torch.__version__.split('+')[0]}   seed {seed}"
     )
+    if short_name(model) == BUDGET_MODEL and default_device() == "cpu":
+        print(running_time(max_pairs(), chapter or chapter_number()))
     return model
 
 

@@ -185,6 +185,11 @@ def _set_up(cell, docname: str, site: BookSite, has_model: bool) -> list:
         raise ValueError(
             f"{docname}: the first code cell has no `%pip install` line of the package"
         )
+    # a chapter's number, so that the set-up can print that chapter's estimated minutes
+    number = re.match(r"(\d\d)-", docname.rsplit("/", 1)[-1])
+    if number:
+        call = f'bf.setup(chapter="{number.group(1)}")'
+        cell.source = re.sub(r"\bbf\.setup\(\)", call, cell.source, count=1)
     cell.outputs, cell.execution_count, cell.metadata = [], None, {}
     if not has_model:
         return [cell]

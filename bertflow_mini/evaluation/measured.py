@@ -137,9 +137,10 @@ def colab_budget(source: Source = COLAB_BUDGET_FILE) -> pd.DataFrame:
     """One row per chapter, indexed by its two-digit number: the work a Colab reader's
     run does with bert-base-uncased (tokens through a bert-base-shaped network, flow
     fits at 768 wide, checkpoints downloaded) and the minutes it is estimated to take
-    on a T4 and on Colab's CPU, from the counts and the rates measured beside them.
-    ``table.attrs`` holds those rates (``throughput``), the assumptions (``assumed``)
-    and the goals (``budget_s``)."""
+    on a T4 and on Colab's CPU, from the counts and the rates measured beside them, and
+    on Colab's CPU for a quick run (``bf.setup(quick=True)``). ``table.attrs`` holds
+    those rates (``throughput``), the assumptions (``assumed``), the goals
+    (``budget_s``) and the quick run's cap (``quick``: ``pairs`` per split)."""
     data = read_json(source, "the Colab budget (benchmarks/bench_colab.py)")
     rows = {
         number: {
@@ -148,16 +149,19 @@ def colab_budget(source: Source = COLAB_BUDGET_FILE) -> pd.DataFrame:
             "download (GB)": c["gb"],
             "T4 (min)": c["t4_s"]["total"] / 60,
             "Colab CPU (min)": c["cpu_s"]["total"] / 60,
+            "quick CPU (min)": c["quick_cpu_s"]["total"] / 60,
         }
         for number, c in data["chapters"].items()
     }
     table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("chapter")
-    minutes = table[["T4 (min)", "Colab CPU (min)"]].to_numpy(np.float64)
+    minutes = table[["T4 (min)", "Colab CPU (min)", "quick CPU (min)"]].to_numpy(
+        np.float64
+    )
     if not np.isfinite(minutes).all() or (minutes < 0).any():
         raise ValueError(f"{source}: a chapter's minutes are NaN, infinite or negative")
     goals = data["budget_s"]
     table["meets T4 goal"] = table["T4 (min)"] <= goals["gpu"] / 60
     table["meets CPU goal"] = table["Colab CPU (min)"] <= goals["cpu"] / 60
     table = table.sort_index()
-    table.attrs = {k: data[k] for k in ("throughput", "assumed", "budget_s")}
+    table.attrs = {k: data[k] for k in ("throughput", "assumed", "budget_s", "quick")}
     return table

@@ -279,3 +279,111 @@ def test_rounded_prints_no_negative_zero():
     assert "-0.0" in frame.round(2).to_string()
     series = rounded(pd.Series([-1e-9, 3.14159]), 3)
     assert series.tolist() == [0.0, 3.142] and not np.signbit(series.iloc[0])
+
+
+def shipped_budget() -> dict:
+    """The shipped Colab budget, read as JSON (the oracle for the set-up's time line)."""
+    import json
+    from importlib.resources import files
+
+    text = (
+        files("bertflow_mini.evaluation") / "results" / "colab-budget.json"
+    ).read_text()
+    return json.loads(text)
+
+
+@pytest.fixture
+def cpu_without_cap(monkeypatch, tmp_path):
+    """bert-base on a CPU with no mirror and no cap; the cap setup() may set is undone after."""
+    from bertflow_mini.chapters import chapter as chapter_setup
+    from bertflow_mini.data.pairs import MAX_PAIRS_ENV
+
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
+    monkeypatch.delenv("BERTFLOW_DATA", raising=False)
+    # recorded first, so that the cap setup() writes is removed afterwards
+    monkeypatch.setenv(MAX_PAIRS_ENV, "1")
+    monkeypatch.delenv(MAX_PAIRS_ENV)
+    monkeypatch.delenv("BERTFLOW_QUICK", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setattr(chapter_setup, "default_device", lambda: "cpu")
+    yield chapter_setup
+    chapter_setup._STATE["model"] = "scratch-bert"
+
+
+@pytest.mark.parametrize("how", ["argument", "variable"])
+def test_quick_mode_sets_the_cap_and_says_the_run_is_quick(
+    cpu_without_cap, monkeypatch, capsys, how
+):
+    import os
+
+    budget = shipped_budget()
+    pairs = budget["quick"]["pairs"]
+    if how == "variable":
+        monkeypatch.setenv("BERTFLOW_QUICK", "1")
+    cpu_without_cap.setup(
+        "bert-base-uncased", quick=True if how == "argument" else None
+    )
+    assert os.environ["BERTFLOW_MAX_PAIRS"] == str(pairs)
+    from bertflow_mini.data import max_pairs
+
+    assert max_pairs() == pairs
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == (
+        f"data  : only the first {pairs} pairs of each split ($BERTFLOW_MAX_PAIRS): a quick run, "
+        "not the book's numbers"
+    )
+    quick = [c["quick_cpu_s"]["total"] / 60 for c in budget["chapters"].values()]
+    assert lines[-2] == (
+        "time  : quick run (bf.setup(quick=True)): a chapter takes about "
+        f"{round(min(quick))}-{round(max(quick))} min on Colab's CPU"
+    )
+    assert lines[-1].startswith(
+        "        with bert-base-uncased (estimated; the full run"
+    )
+
+
+def test_a_full_run_of_bert_base_on_a_cpu_prints_the_chapters_minutes(
+    cpu_without_cap, monkeypatch, capsys
+):
+    budget = shipped_budget()["chapters"]["06"]
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/reader/book/06-sts-evaluation.ipynb")
+    cpu_without_cap.setup("bert-base-uncased")
+    time, quick = capsys.readouterr().out.splitlines()[-2:]
+    assert time.startswith(
+        f"time  : chapter 6 takes about {round(budget['cpu_s']['total'] / 60)} min on Colab's CPU"
+    )
+    assert time.endswith(f"a T4 GPU about {round(budget['t4_s']['total'] / 60)});")
+    assert quick.startswith("        bf.setup(quick=True) runs the first ")
+    assert quick.endswith(f"in about {round(budget['quick_cpu_s']['total'] / 60)} min")
+    # the Colab edition names its chapter: the argument wins over what the front end says
+    seven = shipped_budget()["chapters"]["07"]["cpu_s"]["total"] / 60
+    cpu_without_cap.setup("bert-base-uncased", chapter="07")
+    last = capsys.readouterr().out.splitlines()[-2]
+    assert last.startswith(
+        f"time  : chapter 7 takes about {round(seven)} min on Colab's CPU"
+    )
+
+
+def test_quick_mode_is_off_unless_asked_and_a_bad_variable_is_named(
+    cpu_without_cap, monkeypatch
+):
+    assert not cpu_without_cap.quick_requested()
+    monkeypatch.setenv("BERTFLOW_QUICK", "0")
+    assert not cpu_without_cap.quick_requested() and cpu_without_cap.quick_requested(
+        True
+    )
+    monkeypatch.setenv("BERTFLOW_QUICK", "soon")
+    with pytest.raises(
+        ValueError, match=r"\$BERTFLOW_QUICK must be 1/true/yes.*'soon'"
+    ):
+        cpu_without_cap.quick_requested()
+
+
+def test_a_model_without_a_budget_prints_no_time(
+    cpu_without_cap, tiny_bert_dir, monkeypatch, capsys
+):
+    # the book's pages: their set-up output (checked by nbval) has no time line
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    cpu_without_cap.setup("tiny-bert")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and lines[2].startswith("device: cpu")

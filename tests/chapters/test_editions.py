@@ -101,6 +101,22 @@ def test_the_install_is_the_release_that_config_and_readme_name():
     assert "placeholders until the book is published" in readme
 
 
+def test_a_chapters_colab_set_up_names_its_chapter():
+    """The generator passes each chapter's number to ``bf.setup``, so that on a CPU with bert-base
+    the set-up prints that chapter's estimated minutes; pages without a number keep ``bf.setup()``."""
+    from bertflow_mini.chapters.editions import book_site, render
+
+    site = book_site(REPO)
+    for source in SOURCES:
+        nb = nbformat.reads(render(source, REPO, site, "colab"), as_version=4)
+        first = next(c for c in nb.cells if c.cell_type == "code").source
+        if "bf.setup(" not in first:
+            continue
+        number = source.name[:2]
+        want = f'bf.setup(chapter="{number}")' if number.isdigit() else "bf.setup()"
+        assert want in first, source.name
+
+
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_hidden_cells_are_folded_colab_form_cells(source):
     chapter = nbformat.read(source, as_version=4)

@@ -146,7 +146,11 @@ def test_the_colab_budget_covers_every_chapter_and_adds_up():
     table = measured.colab_budget()
     assert list(table.index) == chapters
     for number, c in data["chapters"].items():
-        for device, column in (("cpu_s", "Colab CPU (min)"), ("t4_s", "T4 (min)")):
+        for device, column in (
+            ("cpu_s", "Colab CPU (min)"),
+            ("t4_s", "T4 (min)"),
+            ("quick_cpu_s", "quick CPU (min)"),
+        ):
             parts = c[device]
             assert parts["total"] == pytest.approx(
                 sum(v for k, v in parts.items() if k != "total")
@@ -154,6 +158,41 @@ def test_the_colab_budget_covers_every_chapter_and_adds_up():
             assert table.loc[number, column] == pytest.approx(parts["total"] / 60)
         assert c["gb"] == pytest.approx(sum(c["downloads"].values()))
     assert (table["T4 (min)"] < table["Colab CPU (min)"]).all()
+
+
+def test_every_chapter_fits_the_cpu_goal_in_a_quick_run():
+    """The quick run's cap keeps every chapter within 30 minutes on Colab's CPU, and a quick run
+    never takes longer than the full one."""
+    data = json.loads((SHIPPED / "colab-budget.json").read_text())
+    assert data["quick"]["pairs"] >= 1
+    for number, c in data["chapters"].items():
+        assert c["quick_cpu_s"]["total"] <= data["budget_s"]["cpu"], number
+        assert c["quick_cpu_s"]["total"] <= c["cpu_s"]["total"] + 1e-9, number
+
+
+def test_the_readme_table_shows_the_shipped_budget():
+    """The README's T4, Colab CPU, quick CPU and download columns are the shipped estimates, as
+    rounded there (T4 to 0.1 min, CPU minutes whole, GB to 0.01), and it names the quick cap."""
+    import re
+
+    data = json.loads((SHIPPED / "colab-budget.json").read_text())
+    readme = (REPO / "README.md").read_text()
+    assert (
+        "| chapter | open in Colab | T4 (min) | Colab CPU (min) | quick CPU (min) | "
+        "download (GB) |" in readme
+    )
+    rows = dict(
+        re.findall(r"^\| (\d) .*\| ([\d.]+ \| \d+ \| \d+ \| [\d.]+) \|$", readme, re.M)
+    )
+    want = {
+        str(
+            int(number)
+        ): f"{c['t4_s']['total'] / 60:.1f} | {c['cpu_s']['total'] / 60:.0f} | "
+        f"{c['quick_cpu_s']['total'] / 60:.0f} | {c['gb']:.2f}"
+        for number, c in data["chapters"].items()
+    }
+    assert rows == want
+    assert f"cut to its first {data['quick']['pairs']} pairs" in readme
 
 
 def test_a_missing_file_is_named_with_its_writer(tmp_path):
