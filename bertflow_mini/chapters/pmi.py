@@ -30,6 +30,7 @@ import torch
 
 from bertflow_mini._checks import check_matrix
 from bertflow_mini._progress import tqdm
+from bertflow_mini._training import gradient_step
 
 # ----------------------------------------------------------------------------- a distribution we know
 
@@ -182,10 +183,7 @@ def train_softmax_on_counts(
     for step in tqdm(range(steps), disable=not progress, desc="softmax model"):
         logits = H @ W.T if b is None else H @ W.T + b
         loss = -(Nt * torch.log_softmax(logits, dim=1)).sum() / Nt.sum()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses[step] = loss.item()
+        losses[step] = gradient_step(loss, opt)
     return SoftmaxModel(
         H=H.detach().numpy(),
         W=W.detach().numpy(),

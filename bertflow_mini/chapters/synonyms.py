@@ -262,6 +262,31 @@ def _pair_bootstrap(
     return np.array(draws)
 
 
+def _check(
+    gap_size: np.ndarray,
+    series: dict[str, np.ndarray],
+    pairs: np.ndarray,
+    level: float,
+    n_resamples: int,
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """The inputs of :func:`gap_correlation` and :func:`gap_correlation_change` as arrays: 1-D
+    of one length, finite, and a bootstrap that can run."""
+    x = np.asarray(gap_size, dtype=np.float64)
+    ys = [np.asarray(v, dtype=np.float64) for v in series.values()]
+    pairs = np.asarray(pairs)
+    shapes = [a.shape for a in (x, *ys, pairs)]
+    if x.ndim != 1 or len(set(shapes)) != 1:
+        names = ", ".join(["gap_size", *series]) + " and pairs"
+        raise ValueError(f"{names} must be 1-D of one length: {shapes}")
+    if not all(np.isfinite(a).all() for a in (x, *ys)):
+        raise ValueError(f"gap_size and {' and '.join(series)} must be finite")
+    if not 0 < level < 1 or n_resamples < 1:
+        raise ValueError(
+            f"need 0 < level < 1 and n_resamples >= 1, got {level}, {n_resamples}"
+        )
+    return x, ys, pairs
+
+
 def gap_correlation(
     gap_size: np.ndarray,
     cosine: np.ndarray,
@@ -273,19 +298,7 @@ def gap_correlation(
     """:class:`GapCorrelation` of ``cosine`` with ``gap_size``, swaps clustered by ``pairs``."""
     from scipy.stats import spearmanr
 
-    x, y = (np.asarray(a, dtype=np.float64) for a in (gap_size, cosine))
-    pairs = np.asarray(pairs)
-    if x.ndim != 1 or x.shape != y.shape or pairs.shape != x.shape:
-        raise ValueError(
-            f"gap_size, cosine and pairs must be 1-D of one length: {x.shape}, {y.shape}, "
-            f"{pairs.shape}"
-        )
-    if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise ValueError("gap_size and cosine must be finite")
-    if not 0 < level < 1 or n_resamples < 1:
-        raise ValueError(
-            f"need 0 < level < 1 and n_resamples >= 1, got {level}, {n_resamples}"
-        )
+    x, (y,), pairs = _check(gap_size, {"cosine": cosine}, pairs, level, n_resamples)
     names, cluster = np.unique(pairs, return_inverse=True)
     k = len(names)
     # too few clusters to resample or to take Fisher's interval of: no interval
@@ -324,10 +337,9 @@ def gap_correlation_change(
     too). Returns ``(change, low, high)``; NaN bounds below 4 word pairs."""
     from scipy.stats import spearmanr
 
-    x, a, b = (np.asarray(v, dtype=np.float64) for v in (gap_size, before, after))
-    pairs = np.asarray(pairs)
-    if x.ndim != 1 or not x.shape == a.shape == b.shape == pairs.shape:
-        raise ValueError("gap_size, before, after and pairs must be 1-D of one length")
+    x, (a, b), pairs = _check(
+        gap_size, {"before": before, "after": after}, pairs, level, n_resamples
+    )
     change = float(spearmanr(x, b).statistic - spearmanr(x, a).statistic)
     names, cluster = np.unique(pairs, return_inverse=True)
     if len(names) < 4:

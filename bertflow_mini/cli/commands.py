@@ -45,23 +45,18 @@ def _print_table(df: pd.DataFrame) -> None:
 
 
 def cmd_sts(args: argparse.Namespace) -> int:
-    from bertflow_mini.encoders.encoder import encode
-    from bertflow_mini.evaluation.sts import evaluate, results_table, subset_table
+    """Raw cosine of one model and pooling on each dataset, both aggregations: the ``none`` row of
+    ``reproduce``, scored through the same :class:`~bertflow_mini.evaluation.reproduce.Evaluation`."""
+    from bertflow_mini.evaluation.reproduce import Evaluation
+    from bertflow_mini.evaluation.sts import results_table, subset_table
 
     model = args.model
     encoder = _load(model)
     pooling = args.pooling or _default_pooling(encoder)
-
-    def embed(sentences: list[str]):
-        return encode(
-            encoder,
-            sentences,
-            pooling,
-            max_length=args.max_length,
-            batch_size=args.batch_size,
-        )
-
-    results = evaluate(embed, args.tasks)
+    evaluation = Evaluation(
+        encoder, max_length=args.max_length, batch_size=args.batch_size
+    )
+    results = [evaluation.score(t, pooling) for t in args.tasks]
     if args.json:
         print(
             json.dumps(

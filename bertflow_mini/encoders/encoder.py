@@ -31,12 +31,12 @@ from bertflow_mini.encoders.cache import (
     save_cached,
 )
 from bertflow_mini.encoders.pooling import (
-    _TOKEN_POOL,
+    EXTREMES_POOLS,
     Pooling,
-    PoolingSpec,
-    masked_max,
+    combined,
+    from_summary,
     masked_mean,
-    masked_min,
+    needs_extremes,
     parse_pooling,
 )
 
@@ -203,16 +203,13 @@ def _run_model_extremes(
 
     def summarise(hs, mask):
         return torch.stack(
-            [torch.stack([f(h, mask) for h in hs]) for f in _EXTREMES.values()]
+            [torch.stack([f(h, mask) for h in hs]) for f in EXTREMES_POOLS.values()]
         )
 
-    shape = (len(_EXTREMES), encoder.n_layers + 1, len(sentences), encoder.dim)
+    shape = (len(EXTREMES_POOLS), encoder.n_layers + 1, len(sentences), encoder.dim)
     return _forward(
         encoder, sentences, max_length, batch_size, progress, summarise, shape
     )
-
-
-_EXTREMES = {"cls": _TOKEN_POOL["cls"], "max": masked_max, "min": masked_min}
 
 
 def _layer_summary(
@@ -242,7 +239,7 @@ def _layer_summary(
         shape, run = (encoder.n_layers + 2, len(unique), encoder.dim), _run_model
     else:
         shape, run = (
-            (len(_EXTREMES), encoder.n_layers + 1, len(unique), encoder.dim),
+            (len(EXTREMES_POOLS), encoder.n_layers + 1, len(unique), encoder.dim),
             _run_model_extremes,
         )
     if dropout_seed is not None:
@@ -297,37 +294,16 @@ def _encode(
     L = encoder.n_layers
     # validate before any work
     spec = None if pooling is None else parse_pooling(pooling, L)
-    if spec is not None and _needs_extremes(spec, L):
+    if spec is not None and needs_extremes(spec, L):
         extremes = _layer_summary(
             encoder, unique, max_length, batch_size, cache, progress, EXTREMES
         )
-        per_layer = extremes[list(_EXTREMES).index(spec.tokens)][list(spec.layers)]
-        return _pooled(per_layer, spec.combine)[inverse]
+        per_layer = extremes[list(EXTREMES_POOLS).index(spec.tokens)][list(spec.layers)]
+        return combined(per_layer, spec.combine)[inverse]
     summary = _layer_summary(encoder, unique, max_length, batch_size, cache, progress)
     if spec is None:
         return np.ascontiguousarray(summary[: L + 1][:, inverse])
-    return _from_summary(summary, spec, L)[inverse]
-
-
-def _from_summary(summary: np.ndarray, spec: PoolingSpec, n_layers: int) -> np.ndarray:
-    """A mean or last-layer-CLS pooling read off :func:`_run_model`'s output."""
-    if spec.tokens == "cls":  # the last layer's CLS: kept with the means, no extra pass
-        return np.ascontiguousarray(summary[n_layers + 1])
-    return _pooled(summary[list(spec.layers)], spec.combine)
-
-
-def _needs_extremes(spec: PoolingSpec, n_layers: int) -> bool:
-    """Max, min, and CLS of any layer but the last are not in the means' cache entry."""
-    return spec.tokens in ("max", "min") or (
-        spec.tokens == "cls" and spec.layers != (n_layers,)
-    )
-
-
-def _pooled(per_layer: np.ndarray, combine: str) -> np.ndarray:
-    """``(k, n, d)`` per-layer vectors → ``(n, d)`` (``avg``) or ``(n, k·d)`` (``concat``), float32."""
-    if combine == "avg":
-        return per_layer.mean(0, dtype=np.float32)
-    return np.concatenate(list(per_layer), axis=1).astype(np.float32, copy=False)
+    return from_summary(summary, spec, L)[inverse]
 
 
 def encode(
@@ -375,14 +351,14 @@ def encode_with_dropout(
         "dropout (GloVe's sentence vectors are fixed word averages)"
     )
     spec = parse_pooling(pooling, encoder.n_layers)
-    if _needs_extremes(spec, encoder.n_layers):
+    if needs_extremes(spec, encoder.n_layers):
         raise ValueError(
             f"pooling {pooling!r}: only mean poolings and the last layer's CLS"
         )
     summary = _layer_summary(
         encoder, sentences, max_length, batch_size, cache, progress, dropout_seed=seed
     )
-    return _from_summary(summary, spec, encoder.n_layers)
+    return from_summary(summary, spec, encoder.n_layers)
 
 
 def encode_layers(

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from bertflow_mini._progress import tqdm
+from bertflow_mini._training import gradient_step
 
 IGNORE = -100  # the label of a position that is not predicted
 #: The share of a batch's real tokens :func:`mask_tokens` chooses as targets (BERT's 15%).
@@ -196,12 +197,9 @@ def train_step(
     if not (labels != IGNORE).any():
         return float("nan")
     loss = mlm_loss(model, inputs, b.attention, labels)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-    opt.step()
-    sched.step()
-    return loss.item()
+    return gradient_step(
+        loss, opt, clip_norm=clip, parameters=model.parameters(), scheduler=sched
+    )
 
 
 @torch.no_grad()

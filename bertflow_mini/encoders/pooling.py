@@ -35,6 +35,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 Pooling = str | Sequence[int]
@@ -156,3 +157,34 @@ def pool(
     spec = parse_pooling(pooling, len(hidden_states) - 1)
     per_layer = [_TOKEN_POOL[spec.tokens](hidden_states[i], mask) for i in spec.layers]
     return _combine(per_layer, spec.combine)
+
+
+# ------------------------------------------------------------------------------------------------
+# Poolings read off the encoder's cached summaries (bertflow_mini.encoders.encoder): one forward
+# pass keeps every layer's mean and the last CLS, a second (asked for only when needed) every
+# layer's CLS, max and min
+# ------------------------------------------------------------------------------------------------
+#: The token poolings of the extremes' pass, in the order of its first axis.
+EXTREMES_POOLS = {"cls": _TOKEN_POOL["cls"], "max": masked_max, "min": masked_min}
+
+
+def from_summary(summary: np.ndarray, spec: PoolingSpec, n_layers: int) -> np.ndarray:
+    """A mean or last-layer-CLS pooling read off the encoder's cached summary (every layer's
+    mean, then the last layer's CLS)."""
+    if spec.tokens == "cls":  # the last layer's CLS: kept with the means, no extra pass
+        return np.ascontiguousarray(summary[n_layers + 1])
+    return combined(summary[list(spec.layers)], spec.combine)
+
+
+def needs_extremes(spec: PoolingSpec, n_layers: int) -> bool:
+    """Max, min, and CLS of any layer but the last are not in the means' cache entry."""
+    return spec.tokens in ("max", "min") or (
+        spec.tokens == "cls" and spec.layers != (n_layers,)
+    )
+
+
+def combined(per_layer: np.ndarray, combine: str) -> np.ndarray:
+    """``(k, n, d)`` per-layer vectors → ``(n, d)`` (``avg``) or ``(n, k·d)`` (``concat``), float32."""
+    if combine == "avg":
+        return per_layer.mean(0, dtype=np.float32)
+    return np.concatenate(list(per_layer), axis=1).astype(np.float32, copy=False)

@@ -40,6 +40,7 @@ from bertflow_mini._device import cuda_devices
 from bertflow_mini._io import atomic_dir
 from bertflow_mini._progress import tqdm
 from bertflow_mini._threads import TRAINING_THREADS, torch_threads
+from bertflow_mini._training import gradient_step
 from bertflow_mini.encoders.pooling import pool
 from bertflow_mini.encoders.runs import run_folder, run_key, write_run_log
 from bertflow_mini.encoders.sources import short_name
@@ -173,11 +174,7 @@ def train_simcse(
                 model, b.ids.to(device), b.attention.to(device), config.pooling
             )
             loss = simcse_loss(z1, z2, config.temperature)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
+            losses.append(gradient_step(loss, opt, scheduler=sched))
     model.eval()
     return losses
 

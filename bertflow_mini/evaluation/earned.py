@@ -26,6 +26,7 @@ from bertflow_mini.evaluation.measured import (
     is_file,
 )
 from bertflow_mini.evaluation.published import PUBLISHED
+from bertflow_mini.evaluation.sts import AVG, task_average
 
 __all__ = ["COLUMNS", "earned", "earned_live", "earned_published"]
 
@@ -72,7 +73,9 @@ def _published_score(pooling: str, method: str, task: str) -> tuple[float, str] 
             "ours is wmean"
         )
     by_task = dict(zip(TASKS, scores))
-    value = float(np.mean(scores)) if task == "Avg." else by_task[canonical_task(task)]
+    value = (
+        float(task_average(scores)) if task == AVG else by_task[canonical_task(task)]
+    )
     where = f"{_CITATION[paper]} (their harness, fit {fit if fit != '-' else 'none'})"
     return value, where
 
@@ -257,8 +260,8 @@ def earned_live(
                     for i, t in enumerate(tasks)
                 }
                 if len(tasks) > 1:
-                    scores["Avg."] = tuple(  # type: ignore[assignment]
-                        np.mean([v[k] for v in scores.values()], axis=0)  # type: ignore[arg-type]
+                    scores[AVG] = tuple(  # type: ignore[assignment]
+                        task_average([v[k] for v in scores.values()], axis=0)  # type: ignore[arg-type]
                         for k in range(3)
                     )
                 for task, (a, b, diffs) in scores.items():

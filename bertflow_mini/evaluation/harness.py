@@ -16,12 +16,12 @@ from __future__ import annotations
 import itertools
 import math
 
-import numpy as np
 import pandas as pd
 
 from bertflow_mini.data import TASKS
 from bertflow_mini.evaluation.earned import COLUMNS
 from bertflow_mini.evaluation.published import PUBLISHED
+from bertflow_mini.evaluation.sts import AVG, task_average
 
 __all__ = [
     "GAP_COLUMNS",
@@ -80,7 +80,7 @@ def harness_gaps(model: str = "bert-base-uncased") -> pd.DataFrame:
             by_paper.items(), 2
         ):
             values = {t: (sa[i], sb[i]) for i, t in enumerate(TASKS)}
-            values["Avg."] = (float(np.mean(sa)), float(np.mean(sb)))
+            values[AVG] = (float(task_average(sa)), float(task_average(sb)))
             for task, (a, b) in values.items():
                 aggregation = _aggregation(task, agg_a, agg_b)
                 rows.append({

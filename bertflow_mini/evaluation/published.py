@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bertflow_mini.data import TASKS
+from bertflow_mini.evaluation.sts import AVG, task_average
 
 COLUMNS = TASKS  # the papers' column order is the package's task order (one list: bertflow_mini.data.TASKS)
 
@@ -196,6 +197,6 @@ def published_table(model: str | None = None, paper: str | None = None) -> pd.Da
             "aggregation": agg,
         }
         row.update(dict(zip(COLUMNS, scores)))
-        row["Avg."] = round(sum(scores) / len(scores), 2)
+        row[AVG] = round(float(task_average(scores)), 2)
         rows.append(row)
     return pd.DataFrame(rows)

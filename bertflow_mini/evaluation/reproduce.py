@@ -40,15 +40,18 @@ from bertflow_mini.evaluation.published import COLUMNS, published_table
 from bertflow_mini.evaluation.sts import (
     Embedded,
     STSResult,
+    Table,
     cosine_after,
     results_table,
     score_similarities,
+    sts_table,
     with_average,
 )
 
 __all__ = [
     "Embedded",
     "Evaluation",
+    "Table",
     "evaluate_method",
     "fitting_sentences",
     "reproduce",
@@ -125,6 +128,9 @@ class Evaluation:
 
     encoder: Encoder
     progress: bool = True
+    # passed to encode: the paper's max_length, and the batch size (speed only)
+    max_length: int = 64
+    batch_size: int = 64
     _splits: dict = field(default_factory=dict, repr=False)
     _embedded: dict = field(default_factory=dict, repr=False)
     _fitted: dict = field(default_factory=dict, repr=False)
@@ -151,7 +157,14 @@ class Evaluation:
         key = (canonical_task(task), repr(pooling))
         if key not in self._embedded:
             sents = self.sentences(task)
-            vectors = encode(self.encoder, sents, pooling, progress=self.progress)
+            vectors = encode(
+                self.encoder,
+                sents,
+                pooling,
+                max_length=self.max_length,
+                batch_size=self.batch_size,
+                progress=self.progress,
+            )
             self._embedded[key] = Embedded(sents, vectors)
         return self._embedded[key]
 
@@ -184,7 +197,10 @@ class Evaluation:
         key = ("simcse", seed)
         if key not in self._fitted:
             self._fitted[key] = Evaluation(
-                simcse_encoder(self.encoder, seed), self.progress
+                simcse_encoder(self.encoder, seed),
+                self.progress,
+                self.max_length,
+                self.batch_size,
             )
         return self._fitted[key]
 
@@ -240,29 +256,6 @@ def evaluate_method(
 # --------------------------------------------------------------------------------------------
 # Tables
 # --------------------------------------------------------------------------------------------
-@dataclass
-class Table:
-    """Mean and standard deviation over seeds, one row per method, columns = tasks + ``Avg.``."""
-
-    mean: pd.DataFrame
-    std: pd.DataFrame
-    seeds: int
-
-    def formatted(self, digits: int = 2) -> pd.DataFrame:
-        """Cells as ``"71.23"``, or ``"71.23 ± 0.41"`` when there were several seeds and the spread is not 0."""
-
-        def cell(m: float, s: float) -> str:
-            return f"{m:.{digits}f}" + (
-                f" ± {s:.{digits}f}" if self.seeds > 1 and s > 0 else ""
-            )
-
-        out = self.mean.copy().astype(object)
-        for r in out.index:
-            for c in out.columns:
-                out.loc[r, c] = cell(self.mean.loc[r, c], self.std.loc[r, c])
-        return out
-
-
 #: A table row: (pooling, method, fitting set).
 Row = tuple[Pooling, str, str]
 
@@ -282,28 +275,17 @@ def rows_table(
     if aggregation not in ("wmean", "all"):
         raise ValueError(f"aggregation must be 'wmean' or 'all', got {aggregation!r}")
     tasks = [canonical_task(t) for t in tasks]
-    means, stds = {}, {}
+    scores = {}
     for label, (pooling, method, fit) in rows.items():
         runs = seeds if parse_method(split_method(method)[1])[0] in STOCHASTIC else 1
-        scores = np.array(
+        scores[label] = [
             [
-                [
-                    getattr(
-                        evaluation.score(t, pooling, method, fit, seed), aggregation
-                    )
-                    for t in tasks
-                ]
-                for seed in range(runs)
+                getattr(evaluation.score(t, pooling, method, fit, seed), aggregation)
+                for t in tasks
             ]
-        )
-        # the Avg. column per seed, so that its sd is the spread of the seeds' averages
-        scores = np.column_stack([scores, scores.mean(1)])
-        means[label] = scores.mean(0)
-        stds[label] = scores.std(0, ddof=1) if runs > 1 else np.zeros(scores.shape[1])
-    cols = tasks + ["Avg."]
-    return Table(
-        pd.DataFrame(means, index=cols).T, pd.DataFrame(stds, index=cols).T, seeds
-    )
+            for seed in range(runs)
+        ]
+    return sts_table(scores, tasks, seeds)
 
 
 def reproduce(

@@ -14,11 +14,12 @@ common reason published tables disagree. STS-B and SICK-R are single sets, where
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from scipy.stats import spearmanr
 
 from bertflow_mini.data import TASKS, STSPairs, load_sts, word_set
@@ -145,6 +146,69 @@ def evaluate(
     ]
 
 
+#: The papers' name for a row's mean over its datasets.
+AVG = "Avg."
+
+
+def task_average(scores: ArrayLike, axis: int = -1) -> np.ndarray:
+    """The papers' ``Avg.``: the mean over the datasets along ``axis``, skipping a NaN (a dataset a
+    paper did not report). The one place the average column is computed."""
+    scores = np.asarray(scores, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nansum(scores, axis=axis) / (~np.isnan(scores)).sum(axis=axis)
+
+
+@dataclass
+class Table:
+    """Mean and standard deviation over seeds, one row per system, columns = datasets + ``Avg.``."""
+
+    mean: pd.DataFrame
+    std: pd.DataFrame
+    seeds: int
+
+    def formatted(self, digits: int = 2) -> pd.DataFrame:
+        """Cells as ``"71.23"``, or ``"71.23 ± 0.41"`` when there were several seeds and the spread is not 0."""
+
+        def cell(m: float, s: float) -> str:
+            return f"{m:.{digits}f}" + (
+                f" ± {s:.{digits}f}" if self.seeds > 1 and s > 0 else ""
+            )
+
+        out = self.mean.copy().astype(object)
+        for r in out.index:
+            for c in out.columns:
+                out.loc[r, c] = cell(self.mean.loc[r, c], self.std.loc[r, c])
+        return out
+
+
+def sts_table(
+    scores: Mapping[str, np.ndarray | Sequence[Sequence[float]]],
+    tasks: Sequence[str],
+    seeds: int = 1,
+) -> Table:
+    """The STS results table both CLI commands print: a row per label, a column per dataset and
+    ``Avg.``. ``scores[label]`` holds one run per row (a score per task); the table gives the mean
+    over the runs and their sd (``ddof=1``, 0 for one run). ``seeds`` is what was asked for."""
+    tasks = list(tasks)
+    means, stds = {}, {}
+    for label, runs in scores.items():
+        values = np.asarray(runs, dtype=np.float64)
+        if values.ndim != 2 or values.shape[1] != len(tasks) or not len(values):
+            raise ValueError(
+                f"{label}: scores of shape {values.shape}, want (runs, {len(tasks)})"
+            )
+        # the Avg. column per run, so that its sd is the spread of the runs' averages
+        values = np.column_stack([values, task_average(values)])
+        means[label] = values.mean(0)
+        stds[label] = (
+            values.std(0, ddof=1) if len(values) > 1 else np.zeros(values.shape[1])
+        )
+    cols = [*tasks, AVG]
+    return Table(
+        pd.DataFrame(means, index=cols).T, pd.DataFrame(stds, index=cols).T, seeds
+    )
+
+
 def results_table(
     results: Sequence[STSResult], aggregation: str = "wmean", name: str = "ours"
 ) -> pd.DataFrame:
@@ -152,14 +216,14 @@ def results_table(
     if aggregation not in ("wmean", "all"):
         raise ValueError("aggregation must be 'wmean' or 'all'")
     row = {r.task: getattr(r, aggregation) for r in results}
-    return with_average(pd.DataFrame([row], index=[name]))
+    return sts_table({name: [list(row.values())]}, list(row)).mean
 
 
 def with_average(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` (a row per system, a column per dataset) plus the papers' ``Avg.`` column: each
     row's mean over the datasets it has (a dataset a paper did not report is skipped)."""
     out = table.copy()
-    out["Avg."] = table.mean(axis=1)
+    out[AVG] = task_average(table.to_numpy(dtype=np.float64))
     return out
 
 

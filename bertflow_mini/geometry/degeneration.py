@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from bertflow_mini._checks import check_matrix, check_tensor
 from bertflow_mini._progress import tqdm
 from bertflow_mini._threads import torch_threads
+from bertflow_mini._training import gradient_step
 
 # ============================================================================ (a) convex hull, unseen token
 
@@ -331,9 +332,7 @@ def train_zipf_softmax(
                 )
             if step == steps:
                 break
-            opt.zero_grad()
-            (ce + cosine_reg * reg).backward()
-            opt.step()
+            gradient_step(ce + cosine_reg * reg, opt)
     return ZipfRun(
         W=Wp.detach().numpy().copy(),
         H=Hp.detach().numpy().copy(),

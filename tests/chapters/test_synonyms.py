@@ -200,3 +200,15 @@ def test_clustered_se_is_the_plain_se_for_single_values_and_ignores_copies():
     ) == pytest.approx(plain)
     with pytest.raises(ValueError, match="2 clusters"):
         clustered_se(v, np.zeros(30))
+
+
+def test_gap_correlation_change_rejects_what_gap_correlation_rejects():
+    from bertflow_mini.chapters.synonyms import gap_correlation_change
+
+    gap = np.linspace(0, 2, 40)
+    with pytest.raises(ValueError, match="before, after and pairs must be 1-D"):
+        gap_correlation_change(gap, gap, gap[:-1], np.arange(40))
+    with pytest.raises(ValueError, match="finite"):
+        gap_correlation_change(gap, np.r_[gap[:-1], np.inf], gap, np.arange(40))
+    with pytest.raises(ValueError, match="0 < level < 1"):
+        gap_correlation_change(gap, gap, -gap, np.arange(40), level=1.5)

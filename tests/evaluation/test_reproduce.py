@@ -333,3 +333,48 @@ def test_a_shared_fitting_set_is_fitted_once(glove, monkeypatch):
     )
     # STS12 and STS13 share the STS-B + SICK training sentences: one fit; STS-B has its own train split
     assert len(fits) == 2 and table.mean.shape == (1, 4)
+
+
+def test_sts_and_reproduce_print_the_same_numbers(
+    capsys, glove, mini_data, monkeypatch
+):
+    """``sts`` is ``reproduce``'s raw-cosine row: the same cells, aggregation by aggregation,
+    and the same ``Avg.``."""
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    tasks = ["--model", "glove-6B-50d", "--tasks", "STSB STS12 STS13", "--json"]
+    assert main(["sts", *tasks]) == 0
+    sts = {r["task"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    for aggregation in ("wmean", "all"):
+        argv = ["reproduce", *tasks, "--methods", "none", "--aggregation", aggregation]
+        assert main(argv) == 0
+        row = json.loads(capsys.readouterr().out)["mean"]["none"]
+        assert {t: row[t] for t in sts} == {t: sts[t][aggregation] for t in sts}
+        assert row["Avg."] == pytest.approx(np.mean([sts[t][aggregation] for t in sts]))
+
+
+def test_sts_encodes_with_the_max_length_it_is_given(
+    capsys, tiny_bert_dir, mini_data, monkeypatch, one_torch_thread
+):
+    """``--max-length`` reaches the encoder: the cell is scipy's Spearman of the cosines of vectors
+    encoded at that length, and differs from the paper's 64."""
+    from conftest import raw_pairs
+
+    from bertflow_mini.encoders.encoder import encode
+    from bertflow_mini.encoders.names import load_encoder
+
+    monkeypatch.setenv("BERTFLOW_DATA", str(mini_data))
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
+    argv = ["sts", "--model", "tiny-bert", "--tasks", "STSB", "--json"]
+    cells = {}
+    for length in ("10", "64"):
+        assert main([*argv, "--max-length", length, "--batch-size", "5"]) == 0
+        (cells[length],) = json.loads(capsys.readouterr().out)["results"]
+    enc = load_encoder("tiny-bert", device="cpu")
+    test = raw_pairs(mini_data, "STSB", "test")
+    left, right = (
+        encode(enc, [p[i] for p in test], max_length=10, cache=False, progress=False)
+        for i in (0, 1)
+    )
+    want = _scipy_spearman_of_cosines(left, right, [p[2] for p in test])
+    assert cells["10"]["all"] == pytest.approx(want, abs=1e-4)
+    assert cells["10"]["all"] != pytest.approx(cells["64"]["all"], abs=1e-4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.spatial.distance import cosine as scipy_cosine_distance
 from scipy.stats import spearmanr
@@ -17,7 +18,10 @@ from bertflow_mini.evaluation.sts import (
     score_pairs,
     score_similarities,
     spearman,
+    sts_table,
     subset_table,
+    task_average,
+    with_average,
 )
 
 
@@ -131,8 +135,8 @@ def test_cli_on_the_mirror_model_reaches_its_published_sts_b_quality(capsys):
     from conftest import MINILM_DIR, need
 
     need(MINILM_DIR)
-    from bertflow_mini.encoders.encoder import encode
     from bertflow_mini.encoders.names import load_encoder
+    from bertflow_mini.evaluation.reproduce import Evaluation
 
     assert (
         main(
@@ -156,9 +160,7 @@ def test_cli_on_the_mirror_model_reaches_its_published_sts_b_quality(capsys):
     # CLS of a mean-pooling-trained model is much worse: the pooling really changes the vectors.
     # (The CLI filled this test's private cache with every pooling: no second forward pass.)
     enc = load_encoder("all-MiniLM-L6-v2", device="cpu")
-    cls = evaluate_embedder(
-        lambda s: encode(enc, s, "cls", progress=False), load_sts("STSB", "test")
-    )
+    cls = Evaluation(enc, progress=False).score("STSB", "cls")
     assert cls.all < res["all"] - 2
 
 
@@ -291,4 +293,47 @@ def test_embedded_looks_sentences_up_and_evaluate_embedder_embeds_each_once():
     assert calls == [["a", "b", "c"]]  # distinct sentences, first-seen order, one call
     assert res.all == pytest.approx(
         100 * spearmanr([2**-0.5, 2**-0.5, 0.0], [1, 2, 3]).statistic
+    )
+
+
+def test_the_sts_table_is_the_mean_and_sd_over_runs_with_each_runs_average():
+    """Two runs of one row, by hand: means (2, 3, 4), each run's average (2 and 4) → Avg. 3, and the
+    sd of the runs (ddof=1) on every column, the average's included."""
+    table = sts_table({"row": [[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]]}, ["X", "Y", "Z"], 2)
+    assert list(table.mean.columns) == ["X", "Y", "Z", "Avg."]
+    np.testing.assert_allclose(table.mean.loc["row"], [2.0, 3.0, 4.0, 3.0])
+    np.testing.assert_allclose(table.std.loc["row"], [2**0.5] * 4)
+    assert table.formatted().loc["row", "Avg."] == "3.00 ± 1.41"
+    one = sts_table({"a": [[1.0, 2.0]], "b": [[4.0, 8.0]]}, ["X", "Y"])
+    np.testing.assert_array_equal(one.mean["Avg."], [1.5, 6.0])
+    np.testing.assert_array_equal(one.std.to_numpy(), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="want \\(runs, 2\\)"):
+        sts_table({"a": [[1.0, 2.0, 3.0]]}, ["X", "Y"])
+
+
+def test_the_average_skips_a_dataset_a_paper_did_not_report():
+    table = pd.DataFrame({"X": [70.0, 1.0], "Y": [np.nan, 2.0], "Z": [80.0, 6.0]})
+    assert list(with_average(table)["Avg."]) == [75.0, 3.0]
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(0, 100, size=(5, 7))
+    np.testing.assert_array_equal(task_average(scores), scores.mean(1))
+
+
+def test_the_table_of_real_scores_is_scipy_spearman_and_its_mean():
+    """``results_table`` on two toy datasets: each cell is scipy's Spearman × 100 of the cosines,
+    and ``Avg.`` their mean."""
+    rng = np.random.default_rng(3)
+    results = []
+    for task in ("T1", "T2"):
+        gold = rng.uniform(0, 5, size=30)
+        angle = np.pi / 2 * (1 - gold / 5) + rng.normal(scale=0.4, size=30)
+        left = np.stack([np.ones(30), np.zeros(30)], 1)
+        right = np.stack([np.cos(angle), np.sin(angle)], 1)
+        pairs = STSPairs(task, "test", list("a" * 30), list("b" * 30), gold, ["s"] * 30)
+        results.append(score_pairs(pairs, left, right))
+        want = spearmanr(np.cos(angle), gold).statistic * 100
+        assert results[-1].all == pytest.approx(want)
+    table = results_table(results, "all")
+    assert table.loc["ours", "Avg."] == pytest.approx(
+        (results[0].all + results[1].all) / 2
     )

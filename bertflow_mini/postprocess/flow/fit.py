@@ -14,6 +14,7 @@ from bertflow_mini._checks import check_matrix, check_tensor
 from bertflow_mini._device import default_device
 from bertflow_mini._progress import tqdm
 from bertflow_mini._threads import torch_threads
+from bertflow_mini._training import gradient_step
 from bertflow_mini.postprocess.flow.glow import Glow
 from bertflow_mini.postprocess.flow.optim import BertAdamW
 
@@ -105,10 +106,9 @@ def train_step(
     value = loss.item()
     if not math.isfinite(value):
         return value  # the caller stops before a NaN reaches the parameters
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(flow.parameters(), clip_norm, foreach=True)
-    optimizer.step()
+    gradient_step(
+        loss, optimizer, clip_norm=clip_norm, parameters=flow.parameters(), foreach=True
+    )
     return value
 
 
