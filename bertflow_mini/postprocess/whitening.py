@@ -82,6 +82,25 @@ class Whitening:
         out = (x.astype(np.float64) - self.mean) @ self.W
         return out.astype(x.dtype, copy=False)
 
+    def log_prob(self, X: np.ndarray) -> np.ndarray:
+        """Each row's log-density (nats) under the fitted Gaussian, read as a linear flow:
+        ``log N(z; 0, I) + log|det W|``. Floored directions keep the density finite where
+        the covariance is singular (a LayerNorm hyperplane), at the price of a constant
+        that depends on the floor."""
+        if self.W is None or self.mean is None:
+            raise RuntimeError("Whitening.log_prob called before fit")
+        if self.k is not None:
+            raise ValueError("log_prob needs the full-width whitening (k=None)")
+        z = (
+            check_matrix(X, "X", dim=len(self.mean)).astype(np.float64) - self.mean
+        ) @ self.W
+        d = z.shape[1]
+        return (
+            -0.5 * (z**2).sum(axis=1)
+            - 0.5 * d * np.log(2 * np.pi)
+            + np.linalg.slogdet(self.W)[1]
+        )
+
 
 class StreamingWhitening:
     """Accumulate the statistics whitening needs from batches seen once, then :meth:`finalize`.

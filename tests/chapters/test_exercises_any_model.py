@@ -164,8 +164,6 @@ def solution_5_2(model: str) -> list[float]:
 
 
 def solution_5_3(model: str) -> list[float]:
-    from scipy.stats import multivariate_normal
-
     from bertflow_mini.postprocess.flow import log_likelihood
 
     emb = _embedded(model, "last-avg")
@@ -177,12 +175,11 @@ def solution_5_3(model: str) -> list[float]:
     x_train, x_test = emb(train_sents), emb(held_out)
     d = x_train.shape[1]
     ft = bf.FlowTransform(progress=False).fit(x_train)
-    cov = np.cov(x_train.astype(np.float64), rowvar=False)
-    gauss_fit = multivariate_normal(x_train.mean(0), cov, allow_singular=True)
+    gauss_fit = bf.Whitening().fit(x_train)
     row = {}
     for part, v in (("train", x_train), ("held-out", x_test)):
         row[f"flow, {part}"] = -log_likelihood(ft.flow, v).mean() / (d * np.log(2))
-        row[f"Gaussian, {part}"] = -gauss_fit.logpdf(v).mean() / (d * np.log(2))
+        row[f"Gaussian, {part}"] = -gauss_fit.log_prob(v).mean() / (d * np.log(2))
     return [
         row["flow, held-out"] - row["flow, train"],
         row["Gaussian, held-out"] - row["Gaussian, train"],

@@ -244,3 +244,26 @@ def test_streaming_fit_keeps_the_regulariser_it_was_given():
     stream = Whitening(eps=1e-2).fit_stream(np.array_split(X, 7))
     np.testing.assert_allclose(stream.W, batch.W, rtol=1e-8, atol=1e-10)
     assert np.isfinite(stream.transform(X)).all()
+
+
+def test_log_prob_is_the_fitted_gaussians_density():
+    from scipy.stats import multivariate_normal
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 4)) @ rng.normal(size=(4, 4)) + 5.0
+    new = rng.normal(size=(7, 4))
+    oracle = multivariate_normal(x.mean(0), np.cov(x, rowvar=False))
+    np.testing.assert_allclose(
+        Whitening().fit(x).log_prob(new), oracle.logpdf(new), rtol=1e-10
+    )
+
+
+def test_log_prob_stays_finite_on_a_hyperplane_and_needs_full_width():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(200, 3))
+    x -= x.mean(axis=1, keepdims=True)  # every row sums to 0, like a LayerNorm output
+    assert np.isfinite(Whitening().fit(x).log_prob(x)).all()
+    with pytest.raises(ValueError, match="full-width"):
+        Whitening(k=2).fit(x).log_prob(x)
+    with pytest.raises(RuntimeError, match="before fit"):
+        Whitening().log_prob(x)
