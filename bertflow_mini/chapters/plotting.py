@@ -283,26 +283,23 @@ def plot_scale_curve(
     curve: pd.DataFrame,
     tasks: Sequence[str] = ("STSB", "Avg."),
     methods: Sequence[str] = ("whitening", "flow"),
+    x: str = "wordpieces",
 ):
-    """Score against wordpieces seen (log scale, a tick at each run), a panel per
-    (pooling, task): each method's pretrained runs (a marker per corpus, joined;
+    """Score against ``x`` — wordpieces seen or pretraining ``"steps"`` — on a log
+    scale with a tick at each run, a panel per (pooling, task): each method's
+    pretrained runs in its colour from :data:`COLORS` (a marker per corpus, joined;
     whiskers ± the sd of the gap over seeds, where a length has several) and, in the
     same colour, its control — the step-0 network, the same for every run of a seed —
     as a dotted line at its mean over the seeds measured, with a ± sd band."""
-    from bertflow_mini.evaluation.controls import with_average
-    from bertflow_mini.evaluation.scale import scale_gaps
+    from bertflow_mini.evaluation.scale import scale_gaps, step_zero
 
+    if x not in ("wordpieces", "steps"):
+        raise ValueError(f"x must be 'wordpieces' or 'steps', not {x!r}")
     gaps = scale_gaps(curve)
     poolings = list(dict.fromkeys(gaps["pooling"]))
     corpora = list(dict.fromkeys(gaps["corpus"]))
-    # the control: each seed's step 0 (the same network in every run of that seed), mean
-    # and sd over seeds
-    step0 = curve[curve["checkpoint"] == "pct-000"].drop_duplicates(
-        ["seed", "pooling", "method", "task"]
-    )
-    control = with_average(step0, ["seed", "pooling", "method"]).groupby(
-        ["pooling", "method", "task"]
-    )["score"]
+    # the control: each seed's step 0, mean and sd over seeds
+    control = step_zero(curve).groupby(["pooling", "method", "task"])["score"]
     control = control.agg(["mean", "std"])
     fig, axes = plt.subplots(
         len(poolings),
@@ -313,19 +310,18 @@ def plot_scale_curve(
     )
     for row, pooling in zip(axes, poolings):
         for ax, task in zip(row, tasks):
-            for colour, method in zip(("C0", "C1", "C2"), methods):
+            for i, method in enumerate(methods):
+                colour = COLORS.get(method, f"C{i}")
                 pick = (
                     (gaps["pooling"] == pooling)
                     & (gaps["method"] == method)
                     & (gaps["task"] == task)
                 )
                 for marker, corpus in zip("osD^", corpora):
-                    line = gaps[pick & (gaps["corpus"] == corpus)].sort_values(
-                        "wordpieces"
-                    )
+                    line = gaps[pick & (gaps["corpus"] == corpus)].sort_values(x)
                     if len(line):
                         ax.errorbar(
-                            line["wordpieces"],
+                            line[x],
                             line["pretrained"],
                             yerr=line["gap_sd"].fillna(0),
                             fmt=f"{marker}-",
@@ -346,11 +342,18 @@ def plot_scale_curve(
                             level - sd, level + sd, color=colour, alpha=0.12, lw=0
                         )
             ax.set_xscale("log")
-            ticks = sorted(set(gaps["wordpieces"]))
-            ax.set_xticks(ticks, [f"{t / 1e6:.1f} M" for t in ticks])
+            ticks = sorted(set(gaps[x]))
+            labels = [
+                f"{t / 1e6:.1f} M" if x == "wordpieces" else f"{t:,.0f}" for t in ticks
+            ]
+            ax.set_xticks(ticks, labels)
             ax.minorticks_off()
             ax.set_title(f"{pooling}, {'7-dataset mean' if task == 'Avg.' else task}")
-            ax.set_xlabel("wordpieces seen in pretraining")
+            ax.set_xlabel(
+                "wordpieces seen in pretraining"
+                if x == "wordpieces"
+                else "pretraining steps"
+            )
         row[0].set_ylabel("Spearman × 100")
     drawn = [ax for ax in fig.axes if ax.get_legend_handles_labels()[0]]
     if drawn:

@@ -91,8 +91,15 @@ def make_postprocessor(
     return POSTPROCESSORS[name](k, seed, progress)
 
 
-def default_methods(dim: int) -> tuple[str, ...]:
-    """:data:`METHODS` with the whitening paper's truncation scaled to the model: it kept 256 of
-    bert-base's 768 dimensions and 384 of bert-large's 1024; other widths keep a third (a multiple of 8)."""
+def truncated_whitening(dim: int) -> str:
+    """The whitening paper's truncation scaled to the model, as a method name: it kept 256
+    of bert-base's 768 dimensions and 384 of bert-large's 1024; other widths keep a third
+    (a multiple of 8)."""
     k = {768: 256, 1024: 384}.get(dim, max(8, dim // 3 // 8 * 8))
-    return ("none", "flow", "whitening", f"whitening-{k}", "abtt")
+    return f"whitening-{k}"
+
+
+def default_methods(dim: int) -> tuple[str, ...]:
+    """:data:`METHODS` with the truncation of :func:`truncated_whitening` for width
+    ``dim``."""
+    return ("none", "flow", "whitening", truncated_whitening(dim), "abtt")

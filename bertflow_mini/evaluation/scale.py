@@ -16,7 +16,7 @@ import pandas as pd
 from bertflow_mini.data import TASKS
 from bertflow_mini.evaluation.controls import with_average
 
-__all__ = ["scale_gaps"]
+__all__ = ["scale_gaps", "step_zero"]
 
 _RUN = ["corpus", "layers", "hidden", "steps"]
 
@@ -62,3 +62,23 @@ def scale_gaps(curve: pd.DataFrame) -> pd.DataFrame:
         .drop(columns="order")
         .reset_index(drop=True)
     )
+
+
+def step_zero(curve: pd.DataFrame) -> pd.DataFrame:
+    """Each seed's random initialisation as scored: one row per seed, pooling, method
+    and task (+ ``Avg.`` where all 7 are there), from the step-0 checkpoint. Every run
+    of a seed starts from the same network, so its step 0 is one control per seed,
+    whatever the run's length or corpus; two runs of a seed that disagree at step 0 did
+    not, and raise ``ValueError``."""
+    keys = ["seed", "pooling", "method", "task"]
+    step0 = curve[curve["checkpoint"] == "pct-000"]
+    if step0.empty:
+        raise ValueError("the scale curve has no step-0 (pct-000) scores")
+    spread = step0.groupby(keys)["score"].agg(lambda s: s.max() - s.min())
+    if (spread > 1e-6).any():
+        raise ValueError(
+            "runs of one seed disagree at step 0, so they did not start from one "
+            f"network: {spread[spread > 1e-6].to_dict()}"
+        )
+    first = step0.drop_duplicates(keys)[keys + ["score"]]
+    return with_average(first, keys[:-1]).reset_index(drop=True)

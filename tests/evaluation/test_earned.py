@@ -8,6 +8,7 @@ import json
 import statistics
 from pathlib import Path
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,7 +20,7 @@ from bertflow_mini.evaluation import controls as C
 from bertflow_mini.evaluation import earned as E
 from bertflow_mini.evaluation import measured as M
 from bertflow_mini.evaluation.published import published_table
-from bertflow_mini.evaluation.scale import scale_gaps
+from bertflow_mini.evaluation.scale import scale_gaps, step_zero
 
 
 def write_controls(path, scores: dict[tuple, float]) -> None:
@@ -429,6 +430,43 @@ def test_scale_gaps_by_hand(tmp_path):
     (ax,) = fig.axes
     # the pretrained line and its control
     assert ax.get_xscale() == "log" and len(ax.lines) >= 2
+
+
+def test_step_zero_is_one_control_per_seed_and_rejects_runs_that_disagree(tmp_path):
+    scores = {}
+    for seed, control in enumerate([66.0, 67.0]):
+        for i, task in enumerate(TASKS):
+            scores[(1500, seed, "pct-000", task)] = control + i
+            scores[(1500, seed, "pct-100", task)] = 60.0
+    # a longer run of seed 0 starts from the same network
+    scores[(3000, 0, "pct-000", "STSB")] = 66.0
+    zero = step_zero(M.scale_curve(_scale_file(tmp_path, scores)))
+    by = zero.set_index(["seed", "task"])["score"]
+    # one row per seed and task, the 3000-step run's copy not counted twice
+    assert len(zero) == 2 * (len(TASKS) + 1)
+    assert by[(0, "STSB")] == 66.0 and by[(1, "SICK-R")] == 68.0
+    # Avg.: the mean of control + 0..6
+    assert by[(1, "Avg.")] == pytest.approx(67.0 + 3.0)
+    scores[(3000, 0, "pct-000", "STSB")] = 65.0
+    with pytest.raises(ValueError, match="disagree at step 0"):
+        step_zero(M.scale_curve(_scale_file(tmp_path, scores)))
+
+
+def test_plot_scale_curve_by_steps_in_the_book_colours(tmp_path):
+    scores = {(1500, 0, "pct-000", "STSB"): 66.0, (1500, 0, "pct-100", "STSB"): 64.0}
+    scores |= {(3000, 0, "pct-100", "STSB"): 65.0}
+    curve = M.scale_curve(_scale_file(tmp_path, scores))
+    fig = plotting.plot_scale_curve(
+        curve, tasks=("STSB",), methods=("whitening",), x="steps"
+    )
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1,500"]
+    assert ax.get_xlabel() == "pretraining steps"
+    # the run's line and the control's in whitening's colour
+    colours = {mpl.colors.to_hex(line.get_color()) for line in ax.lines}
+    assert colours == {plotting.COLORS["whitening"]}
+    with pytest.raises(ValueError, match="'wordpieces' or 'steps'"):
+        plotting.plot_scale_curve(curve, x="epochs")
 
 
 def test_scale_curve_rejects_nan_and_names_a_missing_file(tmp_path):

@@ -314,6 +314,7 @@ def test_default_methods_scale_the_truncation_like_the_whitening_paper():
     )
     assert (
         methods.default_methods(384)[3] == "whitening-128"
+        and methods.truncated_whitening(384) == "whitening-128"
         and methods.default_methods(50)[3] == "whitening-16"
     )
 
