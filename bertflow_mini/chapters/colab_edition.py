@@ -187,9 +187,24 @@ def _set_up(cell, docname: str, site: BookSite, has_model: bool) -> list:
         )
     # a chapter's number, so that the set-up can print that chapter's estimated minutes
     number = re.match(r"(\d\d)-", docname.rsplit("/", 1)[-1])
-    if number:
-        call = f'bf.setup(chapter="{number.group(1)}")'
-        cell.source = re.sub(r"\bbf\.setup\(\)", call, cell.source, count=1)
+    line = re.search(
+        r"^(?P<indent>[ \t]*)(?P<code>.*?\bbf\.setup\(\).*?)(?P<comment>[ \t]+#.*)?$",
+        cell.source,
+        re.M,
+    )
+    if number and line:
+        code = line["code"].replace("bf.setup()", f'bf.setup(chapter="{number[1]}")', 1)
+        # its end-of-line comment moves above it, so that the longer call stays in 88 columns
+        above = (
+            f"{line['indent']}{line['comment'].strip()}\n" if line["comment"] else ""
+        )
+        cell.source = (
+            cell.source[: line.start()]
+            + above
+            + line["indent"]
+            + code
+            + cell.source[line.end() :]
+        )
     cell.outputs, cell.execution_count, cell.metadata = [], None, {}
     if not has_model:
         return [cell]
