@@ -8,10 +8,22 @@ from it by :mod:`bertflow_mini.chapters.editions`, is what a Colab reader should
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 from bertflow_mini.chapters import editions
+
+
+@functools.cache
+def _edition_urls(root: Path) -> dict[str, str]:
+    """Each page with an edition (``book/<name>``) and where its Colab edition opens: read once
+    per build, not once per page (the book's site reads every notebook)."""
+    site = editions.book_site(root)
+    return {
+        f"book/{path.stem}": site.colab(path.name, "colab")
+        for path in editions.sources(root)
+    }
 
 
 def _open_edition(
@@ -19,13 +31,7 @@ def _open_edition(
 ) -> None:
     """Point the page's Colab button at its Colab edition; a page without one (the teachers'
     page) loses the button rather than open its MyST source in Colab."""
-    root = Path(app.srcdir)
-    names = {f"book/{path.stem}": path.name for path in editions.sources(root)}
-    url = (
-        editions.book_site(root).colab(names[pagename], "colab")
-        if pagename in names
-        else None
-    )
+    url = _edition_urls(Path(app.srcdir)).get(pagename)
     for group in context.get("header_buttons", []):
         if group.get("label") != "launch-buttons":
             continue
