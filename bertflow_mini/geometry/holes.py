@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from bertflow_mini._checks import check_matrix
+from bertflow_mini.evaluation.bootstrap import percentile_interval
 from bertflow_mini.evaluation.vectors import knn_distance
 
 
@@ -189,10 +190,10 @@ def excess_interval(
     observed = float(ratio(distances, *everything) - ratio(twin, *everything))
     rng = np.random.default_rng(seed)
     i, j = rng.integers(0, n, (draws, n)), rng.integers(0, m, (draws, m))
-    diffs = ratio(distances, i, j) - ratio(twin, i, j)
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(diffs, [tail, 100 - tail])
-    return observed, float(low), float(high)
+    interval = percentile_interval(
+        observed, ratio(distances, i, j) - ratio(twin, i, j), level
+    )
+    return interval.observed, interval.low, interval.high
 
 
 def gaussian_twin(X: np.ndarray, seed: int = 0) -> np.ndarray:
