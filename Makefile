@@ -36,6 +36,14 @@ EXECUTED := $(BUILD)/executed
 # pytest-randomly must stay off: it would shuffle a chapter's cells. One chapter: NOTEBOOKS=book/04-….ipynb
 NOTEBOOKS ?= book/
 NBVAL = --nbval-lax -p no:randomly $(NOTEBOOKS)
+# Chapters run side by side, each whole in its own kernel on one pytest-xdist worker (--dist
+# loadfile keeps a notebook's cells together and in order): the flow fits and most of a chapter's
+# work use one core. Threads are left as they are, so every number is the one a single run prints.
+WORKERS ?= 2
+PARALLEL = -n $(WORKERS) --dist loadfile
+# The unit tests on every worker, each with one thread (the tests' tensors are tiny, and two
+# workers' extra threads on two cores only wait on each other); the training runs pin their own.
+ONE_THREAD = OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 .PHONY: all install browser-deps cache book html editions student refresh test test-colab test-floors unit lint lock test-portability clean help
 all: help
@@ -156,10 +164,10 @@ lint: $(VENV)/.installed-test
 # marked `html`). The Colab simulation (every chapter from a wheel, on bert-base's exact shape) runs
 # under `make test-colab`: it takes longer than the rest of the suite together on two cores.
 test: lint $(VENV)/.installed-test browser-deps
-	$(call pytest,tests -m "$(UNIT_MARKERS)")
+	$(ONE_THREAD) $(call pytest,tests -m "$(UNIT_MARKERS)" -n $(WORKERS))
 	$(MAKE) --no-print-directory cache
 	$(call pytest,tests -m notebook)
-	$(call pytest,$(NBVAL))
+	$(call pytest,$(NBVAL) $(PARALLEL))
 	$(call pytest,tests -m html)
 
 # Every chapter as a Colab reader runs it: the package installed from its wheel into a fresh
@@ -232,7 +240,7 @@ test-portability: $(VENV)/.installed-test
 endif
 
 unit: $(VENV)/.installed-test
-	$(call pytest,tests -m "$(UNIT_MARKERS)")
+	$(ONE_THREAD) $(call pytest,tests -m "$(UNIT_MARKERS)" -n $(WORKERS))
 
 clean:
 	rm -rf $(BUILD) .pytest_cache

@@ -34,6 +34,7 @@ _API: dict[str, str] = {
     "COLORS": "bertflow_mini.chapters.plotting",
     "check": "bertflow_mini.chapters.exercises",
     "confirm": "bertflow_mini.chapters.exercises",
+    "solution": "bertflow_mini.chapters.exercises",
     "model_strength": "bertflow_mini.chapters.strength",
     "describe_strength": "bertflow_mini.chapters.strength",
     # data

@@ -16,11 +16,16 @@ that wrote the committed outputs do (with history: nbval leaves it off, and then
 a minute, not 5 s, for a cell's last output to arrive), and keeps each chapter's cells in their
 order even if pytest-randomly is active. At the end it reports, per chapter, how far the numbers of
 tolerant cells moved, as a share of what their tolerance allows.
+
+Under pytest-xdist (``-n 2 --dist loadfile``, as ``make test`` runs it) each chapter stays whole on
+one worker, in order, in its own kernel; each cell's drifts travel to the controller with its
+report (``user_properties``), so the summary is the same as in one process.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from functools import partial
 
 import pytest
@@ -30,6 +35,7 @@ from nbval.plugin import IPyNbCell
 from bertflow_mini.chapters.output_check import (
     TOLERANCE_KEY,
     Drift,
+    Number,
     cell_tolerance,
     compare_cell,
     drift_report,
@@ -44,7 +50,10 @@ collect_ignore_glob = ["colab/*", "student/*"]
 
 #: Seconds a cell may wait for its last output message once it has finished (nbval's default: 5).
 OUTPUT_TIMEOUT = 60
-DRIFTS = pytest.StashKey[dict[str, list[Drift]]]()
+#: The key of a cell's drifts among its report's ``user_properties`` (plain dicts: xdist sends them).
+DRIFT_PROPERTY = "drifts"
+#: Drifts by notebook, gathered from the reports (pytest_runtest_logreport gets no config).
+DRIFT_LOG: dict[str, list[Drift]] = {}
 
 
 def execute_with_history(
@@ -64,7 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.nbval_current_env = (
             True  # this virtualenv's python, not whatever "python3" names
         )
-    config.stash[DRIFTS] = {}
+    DRIFT_LOG.clear()
 
 
 def tolerant_compare(
@@ -76,7 +85,9 @@ def tolerant_compare(
         {"outputs": test},
         f"{item.path.name}:Cell {item.cell_num}",
     )
-    item.config.stash[DRIFTS].setdefault(item.path.name, []).extend(drifts)
+    item.user_properties.append(
+        (DRIFT_PROPERTY, (item.path.name, [asdict(d) for d in drifts]))
+    )
     item.comparison_traceback = [
         str(m) for m in mismatches
     ]  # what nbval prints under "Cell outputs differ"
@@ -104,8 +115,27 @@ def pytest_collection_modifyitems(
             item.compare_outputs = partial(tolerant_compare, item)
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect each checked cell's drifts where the summary is written (the controller under xdist)."""
+    if report.when != "call" or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for key, value in report.user_properties:
+        if key == DRIFT_PROPERTY:
+            name, drifts = value
+            moved = DRIFT_LOG.setdefault(name, [])
+            moved += [
+                Drift(
+                    d["where"],
+                    Number(**d["committed"]),
+                    Number(**d["fresh"]),
+                    d["allowed"],
+                )
+                for d in drifts
+            ]
+
+
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    drifts = config.stash.get(DRIFTS, {})
+    drifts = DRIFT_LOG
     if drifts:
         terminalreporter.section("numbers that moved, within or beyond their tolerance")
         for name, moved in sorted(drifts.items()):

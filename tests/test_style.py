@@ -38,3 +38,16 @@ def test_code_is_formatted_and_lint_clean():
     assert lint.returncode == 0, (
         "run `ruff check --fix .`:\n" + lint.stdout[-3000:] + lint.stderr[-2000:]
     )
+
+
+#: The guide's limit for one module of the package (one job per module).
+MAX_MODULE_LINES = 400
+
+
+def test_no_package_module_is_longer_than_the_limit():
+    too_long = {
+        str(path.relative_to(REPO)): n
+        for path in sorted((REPO / "bertflow_mini").rglob("*.py"))
+        if (n := len(path.read_text("utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not too_long, f"split these modules (lines > {MAX_MODULE_LINES}): {too_long}"

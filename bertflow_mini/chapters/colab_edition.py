@@ -15,8 +15,10 @@ names gets an empty cell to answer in.
 
 from __future__ import annotations
 
+import ast
 import copy
 import re
+import textwrap
 
 import nbformat
 
@@ -75,6 +77,28 @@ def _fold(cell: nbformat.NotebookNode, title: str, outputs_hidden: bool) -> None
         "cellView": "form",
         "jupyter": {"source_hidden": True, "outputs_hidden": outputs_hidden},
     }
+
+
+def shown_on_request(source: str) -> str:
+    """A solution cell's code run under ``bf.solution`` with a Colab tick box (off): *Run all*
+    computes what later cells need and shows nothing; its last expression, which the chapter
+    displays, is passed to ``display`` (inside a block it would not be)."""
+    body = source.rstrip()
+    last = ast.parse(body).body[-1]
+    is_print = (
+        isinstance(last, ast.Expr)
+        and isinstance(last.value, ast.Call)
+        and getattr(last.value.func, "id", None) == "print"
+    )
+    if isinstance(last, ast.Expr) and not is_print and not body.endswith(";"):
+        lines = body.split("\n")
+        start, end = last.lineno - 1, last.end_lineno
+        shown = "\n".join(lines[start:end])
+        body = "\n".join([*lines[:start], f"display({shown})", *lines[end:]])
+    return (
+        'show_solution = False  # @param {type:"boolean"}\n'
+        "with bf.solution(show_solution):\n" + textwrap.indent(body, "    ") + "\n"
+    )
 
 
 def _own_title(cell: nbformat.NotebookNode, default: str) -> str:
@@ -168,7 +192,8 @@ def _code_cell(cell, page: Page, where: _Chapter) -> list:
         title = (
             f"Solution to exercise {where.exercise}" if where.exercise else "Solution"
         )
-        _fold(cell, title, outputs_hidden=True)
+        cell.source = shown_on_request(cell.source)
+        _fold(cell, f"{title}: tick the box and run the cell to see it", False)
     elif "hide-cell" in tags:
         _fold(cell, _own_title(cell, "A folded check"), outputs_hidden=True)
     elif "hide-input" in tags:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -22,11 +23,7 @@ import yaml
 
 import bertflow_mini
 from bertflow_mini.chapters.colab_edition import HEADING, build_edition
-from bertflow_mini.chapters.myst_markdown import (
-    BookSite,
-    load_glossary,
-    load_references,
-)
+from bertflow_mini.chapters.myst_markdown import FENCE, BookSite, Reference
 
 EDITIONS = ("colab", "student")
 
@@ -57,6 +54,72 @@ def book_site(root: Path) -> BookSite:
         titles=titles,
         macros={k: v for k, v in macros.items() if isinstance(v, str)},
     )
+
+
+def load_glossary(path: Path) -> dict[str, str]:
+    """The terms a ``{glossary}`` block in ``path`` defines, by their lower-case spelling."""
+    terms: dict[str, str] = {}
+    inside = False
+    for line in path.read_text("utf-8").splitlines():
+        if FENCE.match(line):
+            inside = "{glossary}" in line
+        elif (
+            inside
+            and line.strip()
+            and not line[0].isspace()
+            and not line.startswith(":")
+        ):
+            term = " ".join(
+                re.sub(r"[`*]", "", line).split()
+            )  # the text the page shows
+            terms[term.lower()] = term
+    return terms
+
+
+def load_references(path: Path) -> dict[str, Reference]:
+    """Every entry of a BibTeX file, labelled as the book's author-year citations label it."""
+    from pybtex.database import parse_file
+    from pybtex.richtext import Text
+
+    def plain(latex: str) -> str:
+        return " ".join(Text.from_latex(latex).render_as("text").split())
+
+    refs = {}
+    for key, entry in parse_file(str(path)).entries.items():
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        last = [plain(" ".join(p.last_names)) for p in people]
+        label = (
+            f"{last[0]} et al."
+            if len(last) > 2
+            else " and ".join(last) or plain(entry.fields.get("title", key))
+        )
+        names = [
+            plain(" ".join(p.first_names + p.middle_names + p.last_names))
+            for p in people
+        ]
+        authors = (
+            ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+        )
+        f = entry.fields
+        venue = (
+            f.get("booktitle")
+            or f.get("journal")
+            or f.get("publisher")
+            or f.get("note", "")
+        )
+        year = f.get("year", "n.d.")
+        text = f"{authors} ({year}). {plain(f.get('title', ''))}." + (
+            f" *{plain(venue)}*." if venue else ""
+        )
+        arxiv = re.search(r"arXiv:\s*(\d{4}\.\d{4,5})", " ".join(f.values()))
+        url = (
+            f"https://doi.org/{f['doi']}"
+            if "doi" in f
+            else f.get("url")
+            or (f"https://arxiv.org/abs/{arxiv.group(1)}" if arxiv else None)
+        )
+        refs[key] = Reference(label=label, year=year, text=text, url=url)
+    return refs
 
 
 def release_tag() -> str:

@@ -16,6 +16,8 @@ that value. Where that value comes from:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
@@ -169,3 +171,25 @@ def confirm(exercise: str, solution: Any) -> bool:
         f"the self-check of exercise {exercise} holds the solution's answer",
         f"stored {key.value!r}, the solution computes {value!r}",
     )
+
+
+@contextmanager
+def solution(show: bool) -> Iterator[None]:
+    """Run a solution's code, showing what it prints and draws only when ``show``.
+
+    The Colab edition wraps each solution cell in it, with ``show`` a tick box: *Run all* then
+    computes what later cells read without printing the answer under the exercise.
+    """
+    if show:
+        yield
+        return
+    import matplotlib.pyplot as plt
+    from IPython.utils.capture import capture_output
+
+    before = set(plt.get_fignums())
+    try:
+        with capture_output():
+            yield
+    finally:
+        for number in set(plt.get_fignums()) - before:
+            plt.close(number)

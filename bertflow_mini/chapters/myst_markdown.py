@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 #: What marks a glued value in the Colab edition (the edition's first note explains it).
 BOOK_VALUE = "<sup>book</sup>"
@@ -335,69 +335,3 @@ def to_markdown(text: str, site: BookSite, page: Page) -> str:
     lines = _blocks(text.split("\n"), site, page)
     joined = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
     return expand_macros(joined, site.macros)
-
-
-def load_glossary(path: Path) -> dict[str, str]:
-    """The terms a ``{glossary}`` block in ``path`` defines, by their lower-case spelling."""
-    terms: dict[str, str] = {}
-    inside = False
-    for line in path.read_text("utf-8").splitlines():
-        if FENCE.match(line):
-            inside = "{glossary}" in line
-        elif (
-            inside
-            and line.strip()
-            and not line[0].isspace()
-            and not line.startswith(":")
-        ):
-            term = " ".join(
-                re.sub(r"[`*]", "", line).split()
-            )  # the text the page shows
-            terms[term.lower()] = term
-    return terms
-
-
-def load_references(path: Path) -> dict[str, Reference]:
-    """Every entry of a BibTeX file, labelled as the book's author-year citations label it."""
-    from pybtex.database import parse_file
-    from pybtex.richtext import Text
-
-    def plain(latex: str) -> str:
-        return " ".join(Text.from_latex(latex).render_as("text").split())
-
-    refs = {}
-    for key, entry in parse_file(str(path)).entries.items():
-        people = entry.persons.get("author") or entry.persons.get("editor") or []
-        last = [plain(" ".join(p.last_names)) for p in people]
-        label = (
-            f"{last[0]} et al."
-            if len(last) > 2
-            else " and ".join(last) or plain(entry.fields.get("title", key))
-        )
-        names = [
-            plain(" ".join(p.first_names + p.middle_names + p.last_names))
-            for p in people
-        ]
-        authors = (
-            ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
-        )
-        f = entry.fields
-        venue = (
-            f.get("booktitle")
-            or f.get("journal")
-            or f.get("publisher")
-            or f.get("note", "")
-        )
-        year = f.get("year", "n.d.")
-        text = f"{authors} ({year}). {plain(f.get('title', ''))}." + (
-            f" *{plain(venue)}*." if venue else ""
-        )
-        arxiv = re.search(r"arXiv:\s*(\d{4}\.\d{4,5})", " ".join(f.values()))
-        url = (
-            f"https://doi.org/{f['doi']}"
-            if "doi" in f
-            else f.get("url")
-            or (f"https://arxiv.org/abs/{arxiv.group(1)}" if arxiv else None)
-        )
-        refs[key] = Reference(label=label, year=year, text=text, url=url)
-    return refs

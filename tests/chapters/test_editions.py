@@ -265,3 +265,51 @@ def test_a_colab_edition_renders_clean_in_a_browser(browser, source, tmp_path):
         "return document.querySelectorAll('.jp-MarkdownCell mjx-container').length"
     )
     assert errors == 0 and formulas > 0, f"{formulas} formulas, {errors} MathJax errors"
+
+
+SOLUTION = """import matplotlib.pyplot as plt
+import pandas as pd
+x = 6 * 7
+print("the answer:", x)
+plt.plot([0, 1], [x, 0])
+pd.DataFrame({"answer": [x]})"""
+
+
+def run_in_ipython(source: str) -> tuple[str, dict, int]:
+    """``source`` run as a notebook cell in IPython: everything it showed (printed text, the
+    text of what it displayed, its last expression's value), its namespace, its open figures."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    matplotlib.use("Agg")
+    plt.close("all")
+    shell = InteractiveShell.instance()
+    shell.user_ns.update(bf=bertflow_mini)
+    with capture_output() as out:
+        result = shell.run_cell(source, store_history=True)
+    result.raise_error()
+    # a terminal shell prints the last expression's value after "Out[n]: "; a kernel displays it
+    printed = re.sub(r"Out\[\d+\]: ", "", out.stdout)
+    seen = printed + "".join(o.data["text/plain"] + "\n" for o in out.outputs)
+    figures = len(plt.get_fignums())
+    plt.close("all")
+    return seen, dict(shell.user_ns), figures
+
+
+def test_a_colab_solution_runs_on_run_all_but_shows_its_answer_only_when_ticked():
+    from bertflow_mini.chapters.colab_edition import shown_on_request
+
+    seen, _, figures = run_in_ipython(SOLUTION)
+    assert "the answer: 42" in seen and "answer\n0      42" in seen and figures == 1
+    wrapped = shown_on_request(SOLUTION)
+    assert wrapped.startswith('show_solution = False  # @param {type:"boolean"}\n')
+    # Run all: the box unticked computes what later cells read and shows nothing
+    nothing, namespace, no_figure = run_in_ipython(wrapped)
+    assert (nothing, no_figure) == ("", 0) and namespace["x"] == 42
+    # ticked: what the chapter's cell shows, its last expression included
+    ticked = run_in_ipython(wrapped.replace("= False", "= True", 1))
+    assert ticked[0].split() == seen.split() and ticked[2] == 1
+    # a last line ending in ";" shows nothing in the chapter, and nothing when ticked
+    assert "display(" not in shown_on_request(SOLUTION + ";")

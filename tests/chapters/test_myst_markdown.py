@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from markdown_it import MarkdownIt
 
+from bertflow_mini.chapters.editions import load_glossary, load_references
 from bertflow_mini.chapters.myst_markdown import (
     BOOK_VALUE,
     BookSite,
@@ -14,8 +15,6 @@ from bertflow_mini.chapters.myst_markdown import (
     Reference,
     expand_macros,
     glossary_anchor,
-    load_glossary,
-    load_references,
     to_markdown,
 )
 

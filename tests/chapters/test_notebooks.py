@@ -242,6 +242,28 @@ def test_figures_are_not_compared_and_the_kernel_gets_hashseed_0(nbval_run):
     assert result["hashseed"] == ["passed"]
 
 
+def test_split_across_xdist_workers_the_outcomes_and_the_drift_summary_are_the_same(
+    nbval_run, tmp_path
+):
+    # make test runs the chapters on two workers, each notebook whole on one (--dist loadfile)
+    for name, nb in NOTEBOOKS.items():
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    chain = [
+        (EXACT, f"x = 0 if {i} == 0 else x + 1\nprint(x)", printed(f"{i}\n"))
+        for i in range(6)
+    ]
+    nbformat.write(tiny_notebook(*chain), tmp_path / "chain.ipynb")
+    proc = run_nbval(tmp_path, "-p", "no:randomly", "-n", "2", "--dist", "loadfile")
+    serial_proc, serial = nbval_run
+    split = outcomes(tmp_path)
+    assert split.pop("chain") == ["passed"] * 6
+    assert split == {k: v for k, v in serial.items() if k != "round_trip"}
+    summary = [line for line in serial_proc.stdout.splitlines() if "moved" in line]
+    assert summary and summary == [
+        line for line in proc.stdout.splitlines() if "moved" in line
+    ]
+
+
 def test_cells_run_in_order_even_with_pytest_randomly_active(tmp_path):
     # each cell needs the one before it; pytest-randomly, left on, shuffles items within a file
     cells = [
