@@ -34,6 +34,7 @@ __all__ = [
     "paired_bootstrap",
     "resampled_scores",
     "spearman_rows",
+    "subset_mean_difference",
 ]
 
 
@@ -201,3 +202,36 @@ def compare(
         )
         for name, other in others.items()
     }
+
+
+def subset_mean_difference(
+    values: np.ndarray,
+    subsets: np.ndarray,
+    a: str,
+    b: str,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> PairedDifference:
+    """Mean of ``values`` over subset ``a``'s pairs minus over ``b``'s, with the percentile
+    interval from resampling each subset's pairs: is one subset's mean cosine really above
+    another's, or is the gap which pairs happened to be drawn?"""
+    values, labels = np.asarray(values, dtype=np.float64), np.asarray(subsets)
+    if values.ndim != 1 or labels.shape != values.shape:
+        raise ValueError("values and subsets must be 1-D, one entry per pair")
+    if not np.isfinite(values).all():
+        raise ValueError("values contains NaN or infinity")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    for name in (a, b):
+        if not (labels == name).any():
+            raise ValueError(f"no pair belongs to subset {name!r}")
+    pick = (labels == a) | (labels == b)
+    draws = resample_indices(labels[pick], n_resamples, np.random.default_rng(seed))
+    order = list(dict.fromkeys(labels[pick].tolist()))
+    kept = values[pick]
+    means = {name: kept[d].mean(1) for name, d in zip(order, draws)}
+    observed = float(values[labels == a].mean() - values[labels == b].mean())
+    return percentile_interval(observed, means[a] - means[b], level)

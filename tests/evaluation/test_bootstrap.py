@@ -16,6 +16,7 @@ from bertflow_mini.evaluation.bootstrap import (
     resample_indices,
     resampled_scores,
     spearman_rows,
+    subset_mean_difference,
 )
 from bertflow_mini.evaluation.sts import score_similarities
 
@@ -159,3 +160,22 @@ def test_compare_shares_draws_and_equals_pairwise_bootstraps():
     alone = paired_bootstrap(good, worse, gold, subsets, n_resamples=300, seed=4)
     assert both["worse"] == alone  # same seed, same draws: the same interval
     assert (both["self"].low, both["self"].high) == (0.0, 0.0)
+
+
+def test_subset_mean_difference_matches_normal_theory() -> None:
+    # independent oracle: for large subsets the bootstrap interval of a difference of
+    # means approaches observed ± 1.96 · sqrt(s_a²/n_a + s_b²/n_b)
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(0.55, 0.15, 750), rng.normal(0.52, 0.28, 459)
+    values = np.concatenate([rng.normal(0.3, 0.2, 300), a, b])
+    labels = np.array(["x"] * 300 + ["a"] * 750 + ["b"] * 459)
+    d = subset_mean_difference(values, labels, "a", "b", n_resamples=4000)
+    assert d.observed == pytest.approx(a.mean() - b.mean())
+    half = 1.96 * np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    assert (d.high - d.low) / 2 == pytest.approx(half, rel=0.1)
+    assert d.low < d.observed < d.high
+
+
+def test_subset_mean_difference_rejects_unknown_subset() -> None:
+    with pytest.raises(ValueError, match="subset 'z'"):
+        subset_mean_difference(np.ones(4), np.array(list("aabb")), "a", "z")
