@@ -6,6 +6,7 @@
 ``degeneration``    representation degeneration (Gao et al. 2019): hull, unseen tokens, bias
 ``rare_tokens``     a rare token's optimum and the lower bound on its norm (their Theorem 3)
 ``token_geometry``  a checkpoint's output layer: a cone? where are the unseen tokens?
+``masked_inputs``   the softmax inputs at the positions pretraining's masking predicts
 ``contextual``      contextual token vectors, layer by layer
 ``bases``           cosine in a basis that is not orthonormal
 ``holes``           are mixtures of sentence vectors in emptier places than real ones?

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bertflow_mini._checks import check_matrix
 from bertflow_mini.evaluation.vectors import unit_rows
 
 
@@ -102,5 +103,54 @@ def method_geometry(
             "alignment": alignment(a, b),
             "uniformity": uniformity(every),
             "IsoScore": iso_score(every),
+        }
+    return pd.DataFrame(rows).T
+
+
+def iso_scores_by_sample(
+    transforms, fitted_on: np.ndarray, test: np.ndarray, seed: int = 0
+):
+    """IsoScore of each post-processor's output on three samples — the sentences it was fitted on,
+    a random subset of them as large as ``test``, and ``test`` — with the covariance's spectrum on
+    the fitted sentences; a last row does the same for exactly isotropic Gaussian samples of each
+    size. Separates what the fit guarantees, what a smaller sample costs, and what ``test`` adds.
+
+    ``transforms`` maps a name to ``f(X)`` (``None``: the vectors as they are)."""
+    import pandas as pd
+
+    from bertflow_mini.geometry.isotropy import iso_score
+
+    x = check_matrix(fitted_on, "fitted_on").astype(np.float64)
+    t = check_matrix(test, "test", dim=x.shape[1]).astype(np.float64)
+    if len(t) > len(x):
+        raise ValueError(f"test has {len(t)} rows, more than the {len(x)} fitted on")
+    rng = np.random.default_rng(seed)
+    subset = x[np.sort(rng.choice(len(x), len(t), replace=False))]
+    gaussian = {
+        "fitted": rng.standard_normal(x.shape),
+        "subset": rng.standard_normal(t.shape),
+        "test": rng.standard_normal(t.shape),
+    }
+    samples = {
+        name: {
+            "fitted": x if f is None else f(x),
+            "subset": subset if f is None else f(subset),
+            "test": t if f is None else f(t),
+        }
+        for name, f in transforms.items()
+    }
+    samples["N(0, I) sample of each size"] = gaussian
+    rows = {}
+    for name, s in samples.items():
+        lam = np.linalg.eigvalsh(np.cov(s["fitted"], rowvar=False))
+        var = s["fitted"].var(axis=0, ddof=1)
+        rows[name] = {
+            f"IsoScore, the {len(x):,} fitted on": iso_score(s["fitted"]),
+            f"random {len(t):,} of them": iso_score(s["subset"]),
+            f"the {len(t):,} test": iso_score(s["test"]),
+            "coordinate variance, min": var.min(),
+            "coordinate variance, max": var.max(),
+            "covariance eigenvalue, min": lam.min(),
+            "covariance eigenvalue, max": lam.max(),
         }
     return pd.DataFrame(rows).T

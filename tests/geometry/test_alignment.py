@@ -56,3 +56,36 @@ def test_stsb_measurement_uses_high_scoring_pairs(mini_data, monkeypatch):
     assert set(out) == {"alignment", "uniformity"}
     assert seen[0] == [a for a, s in zip(pairs.sent1, pairs.scores) if s >= 4.0]
     assert seen[2] == pairs.sentences()
+
+
+def test_iso_scores_by_sample_separates_fit_sample_size_and_test_shift():
+    from bertflow_mini.geometry.alignment import iso_scores_by_sample
+    from bertflow_mini.postprocess.whitening import Whitening
+
+    rng = np.random.default_rng(0)
+    d = 20
+    scales = np.linspace(0.2, 5.0, d)  # a strongly anisotropic cloud
+    X = rng.standard_normal((4000, d)) * scales
+    # test rows: the same cloud with one direction stretched
+    test = rng.standard_normal((400, d)) * scales
+    test[:, 0] *= 6
+    white = Whitening().fit(X)
+    table = iso_scores_by_sample({"raw": None, "whitened": white.transform}, X, test)
+    fitted, subset, on_test = table.columns[:3]
+    w, g = table.loc["whitened"], table.loc["N(0, I) sample of each size"]
+    # whitening makes the fitted rows' covariance the identity: IsoScore 1, spectrum all 1
+    assert w[fitted] == pytest.approx(1.0, abs=1e-6)
+    assert w["covariance eigenvalue, min"] == pytest.approx(1.0, abs=1e-6)
+    assert w["covariance eigenvalue, max"] == pytest.approx(1.0, abs=1e-6)
+    # a random subset of the fitted rows scores like an isotropic sample of its size
+    assert w[subset] < 1 - 1e-3
+    assert w[subset] == pytest.approx(g[subset], abs=0.02)
+    # the stretched test rows score lower than the subset
+    assert w[on_test] < w[subset] - 0.1
+    # the raw cloud: its spectrum is the scales squared
+    r = table.loc["raw"]
+    assert r["coordinate variance, min"] == pytest.approx(0.04, rel=0.1)
+    assert r["covariance eigenvalue, max"] == pytest.approx(25.0, rel=0.1)
+    assert r[fitted] < w[subset] - 0.2
+    with pytest.raises(ValueError, match="more than"):
+        iso_scores_by_sample({"raw": None}, X[:10], test)
