@@ -15,10 +15,8 @@ names gets an empty cell to answer in.
 
 from __future__ import annotations
 
-import ast
 import copy
 import re
-import textwrap
 
 import nbformat
 
@@ -80,24 +78,13 @@ def _fold(cell: nbformat.NotebookNode, title: str, outputs_hidden: bool) -> None
 
 
 def shown_on_request(source: str) -> str:
-    """A solution cell's code run under ``bf.solution`` with a Colab tick box (off): *Run all*
-    computes what later cells need and shows nothing; its last expression, which the chapter
-    displays, is passed to ``display`` (inside a block it would not be)."""
-    body = source.rstrip()
-    last = ast.parse(body).body[-1]
-    is_print = (
-        isinstance(last, ast.Expr)
-        and isinstance(last.value, ast.Call)
-        and getattr(last.value.func, "id", None) == "print"
-    )
-    if isinstance(last, ast.Expr) and not is_print and not body.endswith(";"):
-        lines = body.split("\n")
-        start, end = last.lineno - 1, last.end_lineno
-        shown = "\n".join(lines[start:end])
-        body = "\n".join([*lines[:start], f"display({shown})", *lines[end:]])
+    """A solution cell's code opened by ``bf.solution`` and a Colab tick box (off): *Run all*
+    computes what later cells need and shows nothing; ticked, the cell shows what the chapter's
+    does."""
     return (
         'show_solution = False  # @param {type:"boolean"}\n'
-        "with bf.solution(show_solution):\n" + textwrap.indent(body, "    ") + "\n"
+        "bf.solution(show_solution)  # unticked: the cell runs and shows nothing\n"
+        + source
     )
 
 

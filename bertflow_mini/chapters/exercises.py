@@ -16,8 +16,6 @@ that value. Where that value comes from:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
@@ -173,23 +171,31 @@ def confirm(exercise: str, solution: Any) -> bool:
     )
 
 
-@contextmanager
-def solution(show: bool) -> Iterator[None]:
-    """Run a solution's code, showing what it prints and draws only when ``show``.
+def solution(show: bool) -> None:
+    """Let the rest of the running notebook cell show what it prints, displays and draws only when
+    ``show``.
 
-    The Colab edition wraps each solution cell in it, with ``show`` a tick box: *Run all* then
-    computes what later cells read without printing the answer under the exercise.
+    The Colab edition opens each solution cell with it, ``show`` a tick box: *Run all* then computes
+    what later cells read without printing the answer under the exercise. Unticked, the cell's
+    output is captured (IPython's ``capture_output``) until the cell ends, and the figures it opened
+    are closed. Outside an IPython kernel it does nothing.
     """
-    if show:
-        yield
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if show or shell is None:
         return
     import matplotlib.pyplot as plt
     from IPython.utils.capture import capture_output
 
     before = set(plt.get_fignums())
-    try:
-        with capture_output():
-            yield
-    finally:
+    hidden = capture_output()
+    hidden.__enter__()
+
+    def restore(*_: object) -> None:
+        hidden.__exit__(None, None, None)
         for number in set(plt.get_fignums()) - before:
             plt.close(number)
+        shell.events.unregister("post_run_cell", restore)
+
+    shell.events.register("post_run_cell", restore)
