@@ -208,7 +208,7 @@ test-floors: $(VENV)/.installed-test cache
 # SimCSE), then every chapter executed into .../executed/ and compared with its committed outputs,
 # failing on any mismatch and on any checked number past half its tolerance; numbers that moved
 # in unchecked cells are listed for the prose review. About 45 minutes per perturbation on two
-# cores (75 for the compatible/default one); a second run reuses its model cache.
+# cores (the compatible/default one longer: its kernels are slower); a second run reuses its cache.
 THREADS = OMP_NUM_THREADS=$(1),MKL_NUM_THREADS=$(1),OPENBLAS_NUM_THREADS=$(1)
 ifeq ($(REPRETRAIN),)
 PERTURBATIONS ?= $(call THREADS,1) OPENBLAS_CORETYPE=Sandybridge MKL_CBWR=AVX2 \
