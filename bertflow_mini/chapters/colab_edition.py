@@ -111,9 +111,12 @@ def _note(
     if has_model:
         lines.append(
             "It runs on the model the set-up cell picks (in Colab, `bert-base-uncased`); the "
-            "text was written for the book's own model, `scratch-bert`. A number or word marked "
-            f"{BOOK_VALUE} is `scratch-bert`'s, as the HTML book prints it; your run prints its "
-            "own in the outputs above it. Hidden checks compare the text with what your run "
+            "text was written for the book's own model, `scratch-bert`, and every measured "
+            "number in it is `scratch-bert`'s, as the HTML book prints it: those the book "
+            f"computes in its cells are marked {BOOK_VALUE}, the others are quoted in the prose "
+            "(unmarked, but `scratch-bert`'s too, unless the text names another model or a "
+            "paper). Your run prints its own numbers in the outputs. Hidden checks compare the "
+            "text with what your run "
             "measures, and the last section, *What differs on your model*, lists each sentence "
             "that does not hold on yours."
         )
