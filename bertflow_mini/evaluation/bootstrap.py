@@ -40,7 +40,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """A difference of two Spearman × 100 scores and its bootstrap percentile interval."""
+    """A difference of two scores (Spearman × 100, or two subsets' mean values) and its bootstrap
+    percentile interval."""
 
     observed: float  # score(a) - score(b) on the test set as it is
     low: float

@@ -131,14 +131,10 @@ def iso_scores_by_sample(
         "subset": rng.standard_normal(t.shape),
         "test": rng.standard_normal(t.shape),
     }
-    samples = {
-        name: {
-            "fitted": x if f is None else f(x),
-            "subset": subset if f is None else f(subset),
-            "test": t if f is None else f(t),
-        }
-        for name, f in transforms.items()
-    }
+    samples = {}
+    for name, f in transforms.items():
+        apply = f or (lambda v: v)
+        samples[name] = {"fitted": apply(x), "subset": apply(subset), "test": apply(t)}
     samples["N(0, I) sample of each size"] = gaussian
     rows = {}
     for name, s in samples.items():
