@@ -37,12 +37,15 @@ EXECUTED := $(BUILD)/executed
 NOTEBOOKS ?= book/
 NBVAL = --nbval-lax -p no:randomly $(NOTEBOOKS)
 # Chapters run side by side, each whole in its own kernel on one pytest-xdist worker (--dist
-# loadfile keeps a notebook's cells together and in order): the flow fits and most of a chapter's
-# work use one core. Threads are left as they are, so every number is the one a single run prints.
+# loadfile keeps a notebook's cells together and in order), each kernel with one thread: two
+# kernels of two threads each on two cores stall each other (torch's threads spin while they
+# wait), which a newcomer's empty cache, where the chapters encode checkpoints themselves, showed:
+# nbval took over 25 minutes instead of about 11. One thread moves printed numbers by float noise
+# only (the one-thread row of `make test-portability`); the flow fits use one thread anyway.
 WORKERS ?= 2
 PARALLEL = -n $(WORKERS) --dist loadfile
-# The unit tests on every worker, each with one thread (the tests' tensors are tiny, and two
-# workers' extra threads on two cores only wait on each other); the training runs pin their own.
+# One thread per process: the unit tests' tensors are tiny, and the chapters' kernels are above;
+# the training runs (pretraining, SimCSE) pin their own thread count whatever this says.
 ONE_THREAD = OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 .PHONY: all install browser-deps cache book html editions student refresh test test-colab test-floors unit lint lock test-portability clean help
@@ -166,8 +169,8 @@ lint: $(VENV)/.installed-test
 test: lint $(VENV)/.installed-test browser-deps
 	$(ONE_THREAD) $(call pytest,tests -m "$(UNIT_MARKERS)" -n $(WORKERS))
 	$(MAKE) --no-print-directory cache
-	$(call pytest,tests -m notebook)
-	$(call pytest,$(NBVAL) $(PARALLEL))
+	$(ONE_THREAD) $(call pytest,tests -m notebook $(PARALLEL))
+	$(ONE_THREAD) $(call pytest,$(NBVAL) $(PARALLEL))
 	$(call pytest,tests -m html)
 
 # Every chapter as a Colab reader runs it: the package installed from its wheel into a fresh
@@ -193,7 +196,8 @@ test-floors: $(VENV)/.installed-test cache
 
 # The chapters' nbval check under perturbations that change floating point the way another CPU
 # does, each against the same warm cache and each required to pass: 1 thread instead of 2
-# (OpenBLAS splits its sums by thread; torch's thread count follows OMP_NUM_THREADS); OpenBLAS's
+# (OpenBLAS splits its sums by thread; torch's thread count follows OMP_NUM_THREADS; `make test`
+# itself now runs the chapters with one thread, so this row is its nbval stage run alone); OpenBLAS's
 # kernels for older CPUs (numpy and scipy use OpenBLAS; Zen and Haswell give this CPU's own
 # results, SkylakeX needs AVX-512); MKL's AVX2 code path (torch's matrix products use MKL: an
 # AVX-512 Xeon and an AMD EPYC take different ones); and all at once with MKL's compatible code
