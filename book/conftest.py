@@ -54,6 +54,9 @@ OUTPUT_TIMEOUT = 60
 DRIFT_PROPERTY = "drifts"
 #: Drifts by notebook, gathered from the reports (pytest_runtest_logreport gets no config).
 DRIFT_LOG: dict[str, list[Drift]] = {}
+#: Whether this process is a pytest-xdist worker (its reports go to the controller, which gathers
+#: the drifts), read from the run's own config, not from an environment a parent run may have set.
+ON_XDIST_WORKER = False
 
 
 def execute_with_history(
@@ -74,6 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
             True  # this virtualenv's python, not whatever "python3" names
         )
     DRIFT_LOG.clear()
+    global ON_XDIST_WORKER
+    ON_XDIST_WORKER = hasattr(config, "workerinput")
 
 
 def tolerant_compare(
@@ -117,7 +122,7 @@ def pytest_collection_modifyitems(
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Collect each checked cell's drifts where the summary is written (the controller under xdist)."""
-    if report.when != "call" or os.environ.get("PYTEST_XDIST_WORKER"):
+    if report.when != "call" or ON_XDIST_WORKER:
         return
     for key, value in report.user_properties:
         if key == DRIFT_PROPERTY:

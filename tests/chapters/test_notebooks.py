@@ -114,14 +114,7 @@ def run_nbval(
     if conftest:
         shutil.copy(REPO / "book" / "conftest.py", folder / "conftest.py")
     (folder / "pytest.ini").write_text("[pytest]\n")
-    # a run of its own: when this test itself runs on a pytest-xdist worker, the worker's
-    # variables must not make the inner run think it is one (it would skip its drift summary)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT_TEST"))
-    }
-    env["PYTHONHASHSEED"] = "1"
+    env = {**os.environ, "PYTHONHASHSEED": "1"}
     return subprocess.run(
         [
             sys.executable,
