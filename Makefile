@@ -152,9 +152,10 @@ define pytest
 	  || { rc=$$?; [ $$rc -eq 5 ] && echo 'pytest collected no tests (exit 5): $(1)'; exit $$rc; }
 endef
 
-# The unit tests: every test but the HTML build, the chapters' runs and the Colab simulation. None
-# needs the model cache (tests/conftest.py gives each an empty one of its own).
-UNIT_MARKERS := not html and not notebook and not colab
+# The unit tests: every test but the HTML build, the chapters' runs, the Colab simulation and the
+# checks that read the warm model cache. None needs the model cache (tests/conftest.py gives each
+# an empty one of its own).
+UNIT_MARKERS := not html and not notebook and not colab and not warm_cache
 
 # The layers (import-linter's contracts in pyproject.toml) and the type hints (mypy), side by side:
 # each uses one core, and a fresh clone's mypy (no cache yet) takes over a minute. Fails if either does.
@@ -169,7 +170,7 @@ lint: $(VENV)/.installed-test
 test: lint $(VENV)/.installed-test browser-deps
 	$(ONE_THREAD) $(call pytest,tests -m "$(UNIT_MARKERS)" -n $(WORKERS))
 	$(MAKE) --no-print-directory cache
-	$(ONE_THREAD) $(call pytest,tests -m notebook $(PARALLEL))
+	$(ONE_THREAD) $(call pytest,tests -m "notebook or warm_cache" $(PARALLEL))
 	$(ONE_THREAD) $(call pytest,$(NBVAL) $(PARALLEL))
 	$(call pytest,tests -m html)
 

@@ -83,6 +83,7 @@ _API: dict[str, str] = {
     "subset_table": "bertflow_mini.evaluation.sts",
     "published_table": "bertflow_mini.evaluation.published",
     "paired_bootstrap": "bertflow_mini.evaluation.bootstrap",
+    "average_difference": "bertflow_mini.evaluation.bootstrap",
     "LEXICAL_TABLE6": "bertflow_mini.evaluation.published",
     "lexical_table": "bertflow_mini.evaluation.lexical",
     "word_edit_distances": "bertflow_mini.evaluation.lexical",

@@ -41,7 +41,7 @@ else:
     _hypothesis_settings.load_profile("bertflow")
 
 #: Tests with these markers (declared in pyproject.toml) run the chapters against the real, warm user cache.
-REAL_CACHE_MARKERS = ("notebook", "browser")
+REAL_CACHE_MARKERS = ("notebook", "browser", "warm_cache")
 
 
 def need(path: Path) -> None:
@@ -59,8 +59,8 @@ def _private_cache(
     """Every test gets its own empty embedding/data cache (its ``tmp_path``), never ~/.cache and never
     another test's: a test cannot pass or fail because of what an earlier test cached.
 
-    Tests marked ``notebook`` or ``browser`` keep the real cache: they check the chapters as
-    ``make test`` runs them, on the cache that ``make cache`` warmed.
+    Tests marked ``notebook``, ``browser`` or ``warm_cache`` keep the real cache: they check the
+    chapters (or the CLI) as ``make test`` runs them, on the cache that ``make cache`` warmed.
     """
     if any(request.node.get_closest_marker(m) for m in REAL_CACHE_MARKERS):
         return

@@ -23,13 +23,16 @@ pretraining seed. Those are measured separately (several seeds) and printed besi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import rankdata
 
 __all__ = [
     "PairedDifference",
+    "average_difference",
     "compare",
     "paired_bootstrap",
     "resampled_scores",
@@ -236,3 +239,39 @@ def subset_mean_difference(
     means = {name: kept[d].mean(1) for name, d in zip(order, draws)}
     observed = float(values[labels == a].mean() - values[labels == b].mean())
     return percentile_interval(observed, means[a] - means[b], level)
+
+
+def average_difference(
+    sims_a: Mapping[str, np.ndarray],
+    sims_b: Mapping[str, np.ndarray],
+    pairs: Mapping[str, Any],
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> PairedDifference:
+    """``Avg.`` over the tasks of Spearman × 100 (``wmean``) of ``sims_a`` minus that of
+    ``sims_b``, both scored on the same ``pairs`` (task -> STSPairs), with a paired bootstrap
+    percentile interval (:class:`PairedDifference`).
+
+    Each task's pairs are resampled as :func:`~bertflow_mini.evaluation.bootstrap.paired_bootstrap`
+    does (stratified by subset; the i-th task with ``seed + i``), a and b on the same draws, and
+    each draw's differences are averaged over the tasks as the ``Avg.`` column is. The interval
+    covers which test pairs were drawn, not the fits' or the encoders' seeds."""
+    from bertflow_mini.evaluation.sts import score_similarities, task_average
+
+    if not pairs or set(sims_a) != set(pairs) or set(sims_b) != set(pairs):
+        raise ValueError(
+            "sims_a, sims_b and pairs must name the same tasks, at least one: got "
+            f"{sorted(sims_a)}, {sorted(sims_b)} and {sorted(pairs)}"
+        )
+    observed, draws = [], []
+    for i, (task, p) in enumerate(pairs.items()):
+        a, b = (np.asarray(s[task], dtype=np.float64) for s in (sims_a, sims_b))
+        observed.append(score_similarities(p, a).wmean - score_similarities(p, b).wmean)
+        scores = resampled_scores(
+            {"a": a, "b": b}, p.scores, np.asarray(p.subsets), n_resamples, seed + i
+        )
+        draws.append(scores["a"] - scores["b"])
+    return percentile_interval(
+        float(task_average(observed)), task_average(np.array(draws), axis=0), level
+    )

@@ -239,28 +239,46 @@ def subsample_pairs(pairs, n: int, seed: int = 0):
     )
 
 
-def bertscore_table(
+@dataclass
+class SampledSimilarities:
+    """The sampled test pairs of each task and, for every row of
+    :func:`bertscore_similarities` (a similarity function), the similarity of each of those pairs:
+    ``table()`` scores them; paired comparisons of two rows resample them."""
+
+    #: task -> the sampled STSPairs
+    pairs: dict[str, Any]
+    #: row name -> task -> one similarity per sampled pair
+    rows: dict[str, dict[str, np.ndarray]]
+
+    def table(self):
+        """Spearman × 100 (``wmean``) of every row on every task, plus ``Avg.``."""
+        import pandas as pd
+
+        from bertflow_mini.evaluation.sts import score_similarities, with_average
+
+        scores = {
+            row: {t: score_similarities(self.pairs[t], s).wmean for t, s in by.items()}
+            for row, by in self.rows.items()
+        }
+        return with_average(pd.DataFrame(scores).T)
+
+
+def bertscore_similarities(
     encoder,
     tasks: Sequence[str],
     max_pairs: int = 1000,
     pooling: str = "first-last-avg",
     seed: int = 0,
-):
-    """Spearman × 100 (``wmean``) per task, at most ``max_pairs`` test pairs each, for sentence cosine
-    (raw, standardised, whitened) and BERTScore F1 with IDF (raw tokens, standardised, whitened).
+) -> SampledSimilarities:
+    """One similarity per sampled test pair for each similarity function: sentence cosine
+    (raw, standardised, whitened) and BERTScore F1 with IDF (raw tokens, standardised, whitened),
+    on at most ``max_pairs`` test pairs per task (:func:`subsample_pairs`, ``seed``).
 
-    Every post-processor is fitted on the sampled test sentences (sentence rows) or on their tokens
-    (token rows), without labels. Returns a DataFrame: rows = methods, columns = tasks + ``Avg.``.
-    """
-    import pandas as pd
-
+    Every post-processor is fitted on the distinct sentences of the sampled pairs (sentence rows)
+    or on their tokens (token rows), without labels; IDF counts those sentences."""
     from bertflow_mini.data import load_sts
     from bertflow_mini.evaluation.reproduce import embed_task
-    from bertflow_mini.evaluation.sts import (
-        cosine_after,
-        score_similarities,
-        with_average,
-    )
+    from bertflow_mini.evaluation.sts import cosine_after
     from bertflow_mini.postprocess.whitening import Whitening
 
     posts: dict[str, Callable[[], Any]] = {
@@ -268,9 +286,11 @@ def bertscore_table(
         "standardised": Standardisation,
         "whitened": Whitening,
     }
-    table: dict[str, dict[str, float]] = {}
+    sampled: dict[str, Any] = {}
+    rows: dict[str, dict[str, np.ndarray]] = {}
     for task in tasks:
         pairs = subsample_pairs(load_sts(task, "test"), max_pairs, seed)
+        sampled[task] = pairs
         sentences = pairs.sentences()
         row = {s: i for i, s in enumerate(sentences)}
         # the cached vectors
@@ -279,15 +299,12 @@ def bertscore_table(
         idf = token_idf(tokens.ids)
         first, second = [row[s] for s in pairs.sent1], [row[s] for s in pairs.sent2]
         for name, make in posts.items():
-            cosines = cosine_after(vecs[first], vecs[second], make(), fit_on=vecs)
-            table.setdefault(f"cosine, {name}", {})[task] = score_similarities(
-                pairs, cosines
-            ).wmean
+            rows.setdefault(f"cosine, {name}", {})[task] = cosine_after(
+                vecs[first], vecs[second], make(), fit_on=vecs
+            )
             post = make()
             t = tokens.mapped(None if post is None else post.fit(tokens.stacked()))
-            table.setdefault(f"BERTScore F1 (IDF), {name}", {})[task] = (
-                score_similarities(
-                    pairs, bertscore(t.select(first), t.select(second), idf)
-                ).wmean
+            rows.setdefault(f"BERTScore F1 (IDF), {name}", {})[task] = bertscore(
+                t.select(first), t.select(second), idf
             )
-    return with_average(pd.DataFrame(table).T)
+    return SampledSimilarities(sampled, rows)
