@@ -9,6 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,6 +43,21 @@ else:
 
 #: Tests with these markers (declared in pyproject.toml) run the chapters against the real, warm user cache.
 REAL_CACHE_MARKERS = ("notebook", "browser", "warm_cache")
+
+
+def random_sts_pairs(task: str, n: int, subsets: list[str], seed: int):
+    """``n`` STS pairs of ``task`` with uniform random gold scores in [0, 5] and placeholder sentences:
+    for tests of scoring and resampling, which never read the sentences."""
+    from bertflow_mini.data import STSPairs
+
+    gold = np.random.default_rng(seed).uniform(0, 5, n)
+    words = [f"s{i}" for i in range(2 * n)]
+    return STSPairs(task, "test", words[:n], words[n:], gold, subsets)
+
+
+def noisy(gold, scale: float, seed: int):
+    """``gold`` plus Gaussian noise of sd ``scale``: a similarity that ranks the pairs imperfectly."""
+    return gold + np.random.default_rng(seed).normal(0, scale, len(gold))
 
 
 def need(path: Path) -> None:

@@ -7,6 +7,7 @@ import inspect
 
 import numpy as np
 import pytest
+from conftest import noisy, random_sts_pairs
 from scipy import stats
 
 from bertflow_mini.data import STSPairs
@@ -182,19 +183,9 @@ def test_subset_mean_difference_rejects_unknown_subset() -> None:
         subset_mean_difference(np.ones(4), np.array(list("aabb")), "a", "z")
 
 
-def _task_pairs(task: str, n: int, subsets: list[str], seed: int) -> STSPairs:
-    gold = np.random.default_rng(seed).uniform(0, 5, n)
-    words = [f"s{i}" for i in range(2 * n)]
-    return STSPairs(task, "test", words[:n], words[n:], gold, subsets)
-
-
-def _noisy(gold: np.ndarray, scale: float, seed: int) -> np.ndarray:
-    return gold + np.random.default_rng(seed).normal(0, scale, len(gold))
-
-
 def test_average_difference_of_one_task_is_the_paired_bootstrap():
-    p = _task_pairs("STSB", 200, ["test"] * 200, seed=0)
-    a, b = _noisy(p.scores, 1.0, 1), _noisy(p.scores, 2.0, 2)
+    p = random_sts_pairs("STSB", 200, ["test"] * 200, seed=0)
+    a, b = noisy(p.scores, 1.0, 1), noisy(p.scores, 2.0, 2)
     got = average_difference({"STSB": a}, {"STSB": b}, {"STSB": p}, seed=3)
     want = paired_bootstrap(a, b, p.scores, np.asarray(p.subsets), seed=3)
     assert (got.low, got.high, got.n_resamples) == (want.low, want.high, 1000)
@@ -204,11 +195,11 @@ def test_average_difference_of_one_task_is_the_paired_bootstrap():
 
 def test_average_difference_averages_the_tasks_as_the_avg_column_does():
     pairs = {
-        "STS12": _task_pairs("STS12", 150, ["x"] * 50 + ["y"] * 100, seed=0),
-        "SICK-R": _task_pairs("SICK-R", 120, ["test"] * 120, seed=1),
+        "STS12": random_sts_pairs("STS12", 150, ["x"] * 50 + ["y"] * 100, seed=0),
+        "SICK-R": random_sts_pairs("SICK-R", 120, ["test"] * 120, seed=1),
     }
-    a = {t: _noisy(p.scores, 1.0, 2) for t, p in pairs.items()}
-    b = {t: _noisy(p.scores, 1.5, 3) for t, p in pairs.items()}
+    a = {t: noisy(p.scores, 1.0, 2) for t, p in pairs.items()}
+    b = {t: noisy(p.scores, 1.5, 3) for t, p in pairs.items()}
     got = average_difference(a, b, pairs, n_resamples=200)
     per_task = [
         score_similarities(p, a[t]).wmean - score_similarities(p, b[t]).wmean

@@ -135,25 +135,17 @@ def test_token_vectors_average_to_the_sentence_vector(tiny_bert_dir):
 
 
 # ---------------------------------------------------------------------------------------- paired rows
-def _pairs(task: str, n: int, subsets: list[str], seed: int):
-    from bertflow_mini.data import STSPairs
-
-    gold = np.random.default_rng(seed).uniform(0, 5, n)
-    words = [f"s{i}" for i in range(2 * n)]
-    return STSPairs(task, "test", words[:n], words[n:], gold, subsets)
-
-
-def _noisy(gold: np.ndarray, scale: float, seed: int) -> np.ndarray:
-    return gold + np.random.default_rng(seed).normal(0, scale, len(gold))
-
-
 def test_sampled_similarities_table_scores_every_row_and_averages():
+    from conftest import noisy, random_sts_pairs
+
     from bertflow_mini.evaluation.sts import score_similarities
 
-    pairs = {t: _pairs(t, 80, ["test"] * 80, seed=i) for i, t in enumerate("AB")}
+    pairs = {
+        t: random_sts_pairs(t, 80, ["test"] * 80, seed=i) for i, t in enumerate("AB")
+    }
     rows = {
-        "good": {t: _noisy(p.scores, 0.5, 1) for t, p in pairs.items()},
-        "bad": {t: _noisy(p.scores, 5.0, 2) for t, p in pairs.items()},
+        "good": {t: noisy(p.scores, 0.5, 1) for t, p in pairs.items()},
+        "bad": {t: noisy(p.scores, 5.0, 2) for t, p in pairs.items()},
     }
     table = sim.SampledSimilarities(pairs, rows).table()
     assert list(table.index) == ["good", "bad"]
