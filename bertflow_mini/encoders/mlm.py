@@ -203,7 +203,6 @@ def train_step(
 
 
 @torch.no_grad()
-@torch.no_grad()  # a score, not a training step: no autograd graph (the same numbers, faster)
 def evaluate_mlm(
     model,
     data: MLMData,
