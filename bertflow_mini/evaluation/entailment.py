@@ -14,6 +14,8 @@ in Colab). The offline analogue needs no new data: SICK's own ``entailment_judgm
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
+
 import numpy as np
 
 from bertflow_mini.data.entailment import LabelledPairs
@@ -57,3 +59,25 @@ def cosine_auc(
     if post is not None:
         fit_vectors = embed(fit_on if fit_on is not None else pairs.sentences())
     return 100 * auc(cosine_after(a, b, post, fit_vectors), pairs.labels)
+
+
+def resampled_aucs(
+    scores: Mapping[Hashable, np.ndarray],
+    labels: np.ndarray,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> dict[Hashable, np.ndarray]:
+    """AUC × 100 of each of ``scores`` (one score per pair) on ``n_resamples`` bootstrap draws of the
+    pairs, the same draws for every key (the draws of
+    :func:`~bertflow_mini.evaluation.bootstrap.resample_indices`, one subset): the difference of two
+    keys' arrays is a paired bootstrap of their AUC difference."""
+    from bertflow_mini.evaluation.bootstrap import resample_indices
+
+    labels = np.asarray(labels)
+    (draws,) = resample_indices(
+        np.zeros(len(labels)), n_resamples, np.random.default_rng(seed)
+    )
+    return {
+        key: np.array([100 * auc(np.asarray(s)[d], labels[d]) for d in draws])
+        for key, s in scores.items()
+    }

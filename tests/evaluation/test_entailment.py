@@ -54,3 +54,28 @@ def test_cosine_auc_is_perfect_when_entailing_pairs_are_copies():
     assert 0 <= ent.cosine_auc(pairs, embed, Spy()) <= 100
     # the paper's target fit: every sentence once
     assert fitted_on == [len(pairs.sentences())] == [60]
+
+
+def _pairwise_auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """By definition: the share of (positive, negative) pairs ranked right, ties half."""
+    pos, neg = scores[labels == 1][:, None], scores[labels == 0][None, :]
+    return float(((pos > neg) + 0.5 * (pos == neg)).mean())
+
+
+def test_resampled_aucs_are_the_auc_by_definition_on_shared_draws():
+    from bertflow_mini.evaluation.entailment import resampled_aucs
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 60)
+    good, bad = labels + rng.normal(0, 0.5, 60), rng.normal(0, 1, 60)
+    got = resampled_aucs(
+        {"good": good, ("bad", 1): bad, "twin": good}, labels, 40, seed=7
+    )
+    draws = np.random.default_rng(7).integers(
+        0, 60, (40, 60)
+    )  # one subset: plain draws
+    for key, s in (("good", good), (("bad", 1), bad)):
+        want = [100 * _pairwise_auc(s[d], labels[d]) for d in draws]
+        np.testing.assert_allclose(got[key], want)
+    assert (got["twin"] == got["good"]).all()  # the same draws for every key
+    assert (got["good"] - got[("bad", 1)]).mean() > 20
