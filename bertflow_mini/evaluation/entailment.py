@@ -70,14 +70,19 @@ def resampled_aucs(
     """AUC × 100 of each of ``scores`` (one score per pair) on ``n_resamples`` bootstrap draws of the
     pairs, the same draws for every key (the draws of
     :func:`~bertflow_mini.evaluation.bootstrap.resample_indices`, one subset): the difference of two
-    keys' arrays is a paired bootstrap of their AUC difference."""
+    keys' arrays is a paired bootstrap of their AUC difference. A draw that holds pairs of one label
+    only has no AUC: NaN there (it happens on small sets, such as a 20-pair trial run), for every
+    key alike."""
     from bertflow_mini.evaluation.bootstrap import resample_indices
 
     labels = np.asarray(labels)
     (draws,) = resample_indices(
         np.zeros(len(labels)), n_resamples, np.random.default_rng(seed)
     )
-    return {
-        key: np.array([100 * auc(np.asarray(s)[d], labels[d]) for d in draws])
-        for key, s in scores.items()
-    }
+    positives = labels[draws].sum(1)
+    kept = (positives > 0) & (positives < draws.shape[1])  # both labels in the draw
+    out = {}
+    for key, s in scores.items():
+        out[key] = np.full(len(draws), np.nan)
+        out[key][kept] = [100 * auc(np.asarray(s)[d], labels[d]) for d in draws[kept]]
+    return out

@@ -79,3 +79,17 @@ def test_resampled_aucs_are_the_auc_by_definition_on_shared_draws():
         np.testing.assert_allclose(got[key], want)
     assert (got["twin"] == got["good"]).all()  # the same draws for every key
     assert (got["good"] - got[("bad", 1)]).mean() > 20
+
+
+def test_a_draw_of_one_label_has_no_auc_and_the_rest_are_kept():
+    from bertflow_mini.evaluation.entailment import resampled_aucs
+
+    labels = np.array([1] + [0] * 5)  # one positive in six: many draws miss it
+    scores = np.arange(6.0)
+    got = resampled_aucs({"a": scores, "b": -scores}, labels, 200, seed=0)["a"]
+    draws = np.random.default_rng(0).integers(0, 6, (200, 6))
+    one_label = np.array([labels[d].sum() in (0, 6) for d in draws])
+    assert one_label.any() and (~one_label).any()
+    assert np.isnan(got[one_label]).all()
+    want = [100 * _pairwise_auc(scores[d], labels[d]) for d in draws[~one_label]]
+    np.testing.assert_allclose(got[~one_label], want)
