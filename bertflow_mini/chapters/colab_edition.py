@@ -30,10 +30,11 @@ CHECK = re.compile(r"bf\.check\((\"[^\"]+\"),\s*([^`]*?)\)`")
 SOLUTION_MARKERS = re.compile(
     r"[ \t]*### BEGIN SOLUTION\n(.*?)[ \t]*### END SOLUTION\n?", re.S
 )
+CLICK = re.compile(r"\s*\(click to show\)")
 #: Prose written for the HTML book that reads differently in an edition: (pattern, replacement).
 PROSE = [
     (
-        re.compile(r"\s*\(click to show\)"),
+        CLICK,
         " (its code is folded: *Show code* opens it)",
     ),
     (
@@ -99,7 +100,12 @@ def _own_title(cell: nbformat.NotebookNode, default: str) -> str:
 
 
 def _note(
-    site: BookSite, title: str, docname: str, student: bool, has_model: bool
+    site: BookSite,
+    title: str,
+    docname: str,
+    student: bool,
+    has_model: bool,
+    marks: bool = True,
 ) -> str:
     """The note that opens an edition: where it comes from, and how to read it."""
     lines = [
@@ -109,13 +115,19 @@ def _note(
         "title have their code folded; *Show code* opens it.",
     ]
     if has_model:
+        numbers = (
+            f"those filled into the text from the book's run are marked {BOOK_VALUE}, the "
+            "others are typed into the prose (unmarked, but `scratch-bert`'s too, unless the "
+            "text names another model or a paper)"
+            if marks
+            else "they are typed into the prose (`scratch-bert`'s unless the text names "
+            "another model or a paper)"
+        )
         lines.append(
             "It runs on the model the set-up cell picks (in Colab, `bert-base-uncased`); the "
             "text was written for the book's own model, `scratch-bert`, and every measured "
-            "number in it is `scratch-bert`'s, as the HTML book prints it: those filled into "
-            f"the text from the book's run are marked {BOOK_VALUE}, the others are typed into "
-            "the prose (unmarked, but `scratch-bert`'s too, unless the text names another model "
-            "or a paper). Your run prints its own numbers in the outputs. Hidden checks compare the "
+            "number in it is `scratch-bert`'s, as the HTML book prints it: "
+            f"{numbers}. Your run prints its own numbers in the outputs. Hidden checks compare the "
             "text with what your run "
             "measures, and the last section, *What differs on your model*, lists each sentence "
             "that does not hold on yours."
@@ -151,6 +163,12 @@ def _text_cells(cell, page: Page, site: BookSite, where: _Chapter) -> list:
     source = cell.source
     where.read(source)
     cell.source = to_markdown(source, site, page)
+    if (
+        where.in_exercises
+    ):  # a solution's cell opens with a tick box, not with Show code
+        cell.source = CLICK.sub(
+            " (tick its *show_solution* box and run it)", cell.source
+        )
     for pattern, replacement in PROSE:
         cell.source = pattern.sub(replacement, cell.source)
     cell.metadata = {}
@@ -182,6 +200,10 @@ def _code_cell(cell, page: Page, where: _Chapter) -> list:
         title = (
             f"Solution to exercise {where.exercise}" if where.exercise else "Solution"
         )
+        if cell.source.startswith(
+            "# Solution"
+        ):  # a cell that names its exercise itself
+            title = _own_title(cell, title)
         cell.source = shown_on_request(cell.source)
         _fold(cell, f"{title}: tick the box and run the cell to see it", False)
     elif "hide-cell" in tags:
@@ -239,10 +261,15 @@ def build_edition(
     nb: nbformat.NotebookNode, docname: str, site: BookSite, student: bool
 ) -> nbformat.NotebookNode:
     """One notebook's Colab edition (``student``: its student edition) as a new notebook."""
-    page = Page(docname=docname, glued=glued_values(nb), student=student)
     has_model = any(
         c.cell_type == "code" and re.search(r"\bbf\.setup\(", c.source)
         for c in nb.cells
+    )
+    page = Page(
+        docname=docname,
+        glued=glued_values(nb),
+        student=student,
+        mark_book_values=has_model,
     )
     all_markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     where, cells, code_seen = _Chapter(), [], False
@@ -254,7 +281,10 @@ def build_edition(
                 len(cells) == 1
             ):  # the title: the note on this edition comes right after it
                 exercises = student and HAS_EXERCISES.search(all_markdown)
-                note = _note(site, _title(cell), docname, bool(exercises), has_model)
+                marks = bool(re.search(r"\{glue:text\}`", all_markdown))
+                note = _note(
+                    site, _title(cell), docname, bool(exercises), has_model, marks
+                )
                 cells.append(_markdown(note, "edition-note"))
         elif cell.cell_type == "code" and not code_seen:
             cells += _set_up(cell, docname, site, has_model)

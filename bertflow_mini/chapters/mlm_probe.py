@@ -189,7 +189,14 @@ class ContextLogits:
         float  # mean cosine of h_c at the [MASK] and the sentence's mean-pooled vector
     )
     cos_mask_vs_other: float  # the same with another sentence's (half the occurrences away): a baseline
+    # the same with the mean over the sentence's other positions: the [MASK]'s own vector left out
+    cos_mask_vs_rest: float
+    # the baseline for that one, like for like: the other sentence's mean without *its* [MASK]
+    cos_mask_vs_other_rest: float
     n_occurrences: int
+    # per masked sentence (in job order), the cosines the four means above average:
+    # keys "pooled", "other", "rest", "other rest"
+    cos_each: dict[str, np.ndarray]
 
 
 @torch.no_grad()
@@ -207,8 +214,11 @@ def context_logits(
 ) -> ContextLogits:
     """Mask the middle token of up to ``per_context`` random occurrences of each context, run the MLM,
     and average its logits (and its probabilities) at the [MASK] per context. Also compares ``h_c`` at
-    the [MASK] with the mean of the sentence's last-layer vectors, and, as a baseline, with the mean
-    of the sentence half the list of occurrences away (another context's)."""
+    the [MASK] with the mean of the sentence's last-layer vectors (every position of the masked
+    sentence, [CLS], [MASK] and [SEP] included: the same forward pass), with that mean less the
+    [MASK]'s own vector (the mean over the other positions), and, as baselines, with the two same
+    means of the sentence half the list of occurrences away (another context's): its full mean, and
+    its mean without its own [MASK] (the like-for-like baseline of the second)."""
     rng = np.random.default_rng(seed)
     jobs = []
     for k, occ in enumerate(contexts.occurrences):
@@ -218,7 +228,7 @@ def context_logits(
     sums = np.zeros((n_ctx, vocab))
     mix = np.full((n_ctx, vocab), -np.inf)
     seen = np.zeros(n_ctx)
-    at_mask, pooled_all = [], []
+    at_mask, pooled_all, rest_all = [], [], []
     for start in range(0, len(jobs), batch_size):
         part = jobs[start : start + batch_size]
         masked = []
@@ -240,9 +250,13 @@ def context_logits(
         logp = scipy.special.log_softmax(logits, axis=1)
         m = attention.unsqueeze(-1).float()
         pooled = (hidden * m).sum(1) / m.sum(1)
+        rest = ((hidden * m).sum(1) - h) / (m.sum(1) - 1)  # the [MASK] left out
         at_mask.append(torch.nn.functional.normalize(h, dim=1).double().cpu().numpy())
         pooled_all.append(
             torch.nn.functional.normalize(pooled, dim=1).double().cpu().numpy()
+        )
+        rest_all.append(
+            torch.nn.functional.normalize(rest, dim=1).double().cpu().numpy()
         )
         for (k, _, _), lg, lp in zip(part, logits, logp):
             sums[k] += lg
@@ -251,13 +265,23 @@ def context_logits(
     if (seen == 0).any():
         raise ValueError("a context has no occurrence")
     h_all, pooled = np.concatenate(at_mask), np.concatenate(pooled_all)
-    other = np.roll(pooled, len(jobs) // 2, axis=0)
+    rest = np.concatenate(rest_all)
+    shift = len(jobs) // 2
+    each = {
+        "pooled": (h_all * pooled).sum(1),
+        "other": (h_all * np.roll(pooled, shift, axis=0)).sum(1),
+        "rest": (h_all * rest).sum(1),
+        "other rest": (h_all * np.roll(rest, shift, axis=0)).sum(1),
+    }
     return ContextLogits(
-        sums / seen[:, None],
-        mix - np.log(seen)[:, None],
-        float((h_all * pooled).sum(1).mean()),
-        float((h_all * other).sum(1).mean()),
-        len(jobs),
+        mean_logits=sums / seen[:, None],
+        log_mixture=mix - np.log(seen)[:, None],
+        cos_mask_vs_pooled=float(each["pooled"].mean()),
+        cos_mask_vs_other=float(each["other"].mean()),
+        cos_mask_vs_rest=float(each["rest"].mean()),
+        cos_mask_vs_other_rest=float(each["other rest"].mean()),
+        n_occurrences=len(jobs),
+        cos_each=each,
     )
 
 

@@ -12,6 +12,7 @@ body), ``{bibliography}`` the works the page cited. A role or directive not list
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections.abc import Callable
@@ -102,6 +103,9 @@ class Page:
     ]  # glue name -> the value's text/plain, as the chapter stored it
     student: bool = False  # the student edition: solutions left out
     cited: list[str] = field(default_factory=list)
+    # mark glued values as the book's run's: not on a page with no model, where they are
+    # read from shipped results and so the same in every run
+    mark_book_values: bool = True
 
 
 def glossary_anchor(term: str) -> str:
@@ -125,7 +129,8 @@ def glue_text(page: Page, spec: str) -> str:
             f"{page.docname}: {{glue}} `{key}` has no stored value (glued in no cell output: "
             "execute the chapter before generating its editions)"
         )
-    return format_plain_text(page.glued[key], fmt or "s") + BOOK_VALUE
+    mark = BOOK_VALUE if page.mark_book_values else ""
+    return format_plain_text(page.glued[key], fmt or "s") + mark
 
 
 def _target(content: str) -> tuple[str, str]:
@@ -217,6 +222,16 @@ def _inline(text: str, site: BookSite, page: Page) -> str:
     return LINK.sub(lambda m: _link(site, page, m), text)
 
 
+def _html_inline(text: str) -> str:
+    """Markdown's inline code and emphasis as HTML: inside a raw HTML line such as ``<summary>``,
+    Jupyter and Colab render no Markdown (math is left to MathJax, which reads the whole page)."""
+    text = re.sub(
+        r"`([^`]+)`", lambda m: f"<code>{html.escape(m.group(1))}</code>", text
+    )
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"(?<![*\w])\*([^*\s][^*]*)\*(?![*\w])", r"<i>\1</i>", text)
+
+
 def _options(body: list[str]) -> tuple[dict[str, str], list[str]]:
     """A directive's leading ``:name: value`` lines, and the content after them."""
     options: dict[str, str] = {}
@@ -258,7 +273,7 @@ def _directive(
         if name == "exercise":
             return ["", f"**{_inline(title, site, page)}**", "", *convert(content), ""]
         opened = " open" if "open" in options else ""
-        summary = f"<details{opened}><summary>{_inline(title, site, page)}</summary>"
+        summary = f"<details{opened}><summary>{_html_inline(_inline(title, site, page))}</summary>"
         return ["", summary, "", *convert(content), "", "</details>", ""]
     if name == "admonition" or name in ADMONITIONS:
         title = argument if name == "admonition" else ADMONITIONS[name]

@@ -346,7 +346,10 @@ def regress_logits_on_terms(logits: np.ndarray, terms: dict[str, np.ndarray]) ->
 
 
 def split_half_ceiling(
-    half_a: np.ndarray, half_b: np.ndarray, cells: np.ndarray | None = None
+    half_a: np.ndarray,
+    half_b: np.ndarray,
+    cells: np.ndarray | None = None,
+    offset: np.ndarray | None = None,
 ) -> dict:
     """The highest ``R²`` any predictor can reach against an empirical ``log p(x|c)``.
 
@@ -360,6 +363,9 @@ def split_half_ceiling(
     noise. An ``R²`` against a noisy target is the ``R²`` against the truth times that
     share, so even the true ``log p(x|c)`` would reach only that ``ceiling``. Cells one
     half never saw are left out: they are the noisiest, so the ceiling errs high.
+
+    ``offset`` (one per token) is subtracted from both halves first: with the corpus's
+    ``log p(x)`` (nearly noise-free), ``ceiling`` is PMI's reliability (same noise).
     Returns ``r``, ``ceiling`` and ``n_cells``.
     """
     A, B = check_matrix(half_a, "half_a"), check_matrix(half_b, "half_b")
@@ -376,9 +382,14 @@ def split_half_ceiling(
                 f"cells {cells.shape} must have the counts' shape {A.shape}"
             )
         ok &= cells
+    shift = np.zeros(A.shape[1])
+    if offset is not None:
+        shift = np.asarray(offset, dtype=float).reshape(-1)
+        if shift.shape != (A.shape[1],) or not np.isfinite(shift).all():
+            raise ValueError(f"offset needs one finite value per token ({A.shape[1]})")
     with np.errstate(divide="ignore", invalid="ignore"):
         log_a, log_b = (
-            np.log(N) - np.log(N.sum(axis=1, keepdims=True)) for N in (A, B)
+            np.log(N) - np.log(N.sum(axis=1, keepdims=True)) - shift for N in (A, B)
         )
     fit = regress_logits_on_terms(
         np.where(ok, log_a, 0.0), {"half b": np.where(ok, log_b, -np.inf)}

@@ -49,10 +49,11 @@ def control_summary(
     task: str,
     init: str = "hf",
     path: Source = CONTROLS_FILE,
+    seed: int | None = None,
 ) -> tuple[float, float, int]:
     """Mean, sd (``ddof=1``; NaN for one seed) and number of init seeds of one control
     cell; the ``Avg.`` cell is each seed's mean over the 7 datasets (only seeds with
-    all 7)."""
+    all 7). ``seed`` keeps that one init seed only."""
     table = controls_table(path)
     if table.empty:
         return math.nan, math.nan, 0
@@ -61,6 +62,7 @@ def control_summary(
         & (table["init"] == init)
         & (table["pooling"] == pooling)
         & (table["method"] == method)
+        & ((table["seed"] == seed) if seed is not None else True)
     ]
     if task == "Avg.":
         t = with_average(t, ["seed"])

@@ -158,6 +158,19 @@ def with_bias_column(H: np.ndarray) -> np.ndarray:
     return np.hstack([H, np.ones((len(H), 1))])
 
 
+def step_size_limit(X: np.ndarray) -> float:
+    """The largest step for which Soudry et al. (2018)'s theorem covers gradient descent on
+    ``mean_i log(1 + exp(wᵀx_i − c_i))`` over the rows ``x_i`` of ``X``: ``η < 2/β``.
+
+    ``β`` is the loss's smoothness, the largest eigenvalue its Hessian
+    ``mean_i σ'(·) x_i x_iᵀ`` can reach; ``σ' ≤ 1/4`` (an equality where ``wᵀx_i = c_i``), so
+    ``β = σ_max(X)² / (4n)`` and the limit is ``8n / σ_max(X)²``. Their theorem writes the loss as a
+    sum, whose ``β`` is ``n`` times larger; :func:`unseen_token_dynamics` descends on the mean.
+    """
+    x = check_matrix(X, "X")
+    return float(8 * len(x) / np.linalg.norm(x, 2) ** 2)
+
+
 def unseen_token_dynamics(
     H: np.ndarray,
     W_seen: np.ndarray,

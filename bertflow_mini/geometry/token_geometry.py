@@ -184,8 +184,8 @@ def count_groups(
     labels: Sequence[str] | None = None,
     H: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """Per corpus-count group ``[edges[i], edges[i+1])`` (the last open): number of tokens, mean norm,
-    mean output bias and the mean cosine between two tokens of the group; with softmax inputs ``H``,
+    """Per corpus-count group ``[edges[i], edges[i+1])`` (the last open): tokens, mean norm and its
+    standard error (sd/√n), mean output bias, mean cosine of two of its tokens; with inputs ``H``,
     also the share of the group's embeddings that are uniformly negative directions of them
     (:func:`negative_direction_share`). Empty groups are left out; ``labels`` (one per edge) name
     the groups instead of their count ranges."""
@@ -201,9 +201,11 @@ def count_groups(
         group = keep & (layer.counts >= lo) & (layer.counts < hi)
         if group.sum() < 2:
             continue
+        norms = np.linalg.norm(E[group], axis=1)
         rows[_group_label(lo, hi) if labels is None else labels[i]] = {
             "tokens": int(group.sum()),
-            "mean norm": float(np.linalg.norm(E[group], axis=1).mean()),
+            "mean norm": float(norms.mean()),
+            "norm s.e.": float(norms.std(ddof=1) / np.sqrt(len(norms))),
             "mean bias": float(layer.bias[group].mean()),
             "mean cosine within": mean_random_cosine(E[group], seed=seed),
         }

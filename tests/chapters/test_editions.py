@@ -139,6 +139,37 @@ def test_hidden_cells_are_folded_colab_form_cells(source):
     assert len(forms) == len(hidden) + extra
 
 
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_a_pointer_to_a_solution_cell_names_its_tick_box(source):
+    # the HTML book's "(click to show)" opens a collapsed cell; in Colab a solution's cell
+    # is a form cell that prints only once its box is ticked, so the pointer says so
+    chapter = json.loads(source.read_text())
+    section = exercise_section(chapter)
+    if section is None:
+        pytest.skip("no exercises")
+    text = all_text(edition("colab", source), "markdown")
+    start = re.search(r"^#+\s*Exercises", text, re.M)
+    in_exercises = text[start.start() :] if start else ""
+    pointers = section["text"].count("(click to show)")
+    assert in_exercises.count("tick its *show_solution* box and run it") == pointers
+    assert "*Show code* opens it)" not in in_exercises
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_glued_values_are_marked_as_the_books_only_where_a_model_runs(source):
+    # a chapter runs the reader's model, so a value filled in from the book's run is marked
+    # (and the edition's note explains the mark); a page of shipped results reads the same
+    # numbers in every run and marks none
+    chapter = nbformat.read(source, as_version=4)
+    glues = re.search(r"\{glue:text\}`", all_text(chapter, "markdown"))
+    text = all_text(edition("colab", source), "markdown")
+    if "bf.setup(" in all_text(chapter, "code") and glues:
+        assert "are marked <sup>book</sup>" in text  # the note that explains the mark
+        assert text.count("<sup>book</sup>") > 1
+    else:
+        assert "<sup>book</sup>" not in text
+
+
 def solutions(source: Path) -> tuple[list[str], list[str]]:
     """A chapter's solution prose (plain lines of its Solution dropdowns, which any rendering
     keeps word for word) and its solution cells' own code lines, read with markdown-it."""

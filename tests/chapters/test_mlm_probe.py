@@ -105,7 +105,7 @@ def test_context_logits_match_one_sentence_at_a_time(model):
     ) - np.log(2)
     np.testing.assert_allclose(got.log_mixture[0], mix, atol=1e-4)
     # h at the [MASK] against the sentence's mean vector, and against the other sentence's
-    h, pooled = [], []
+    h, pooled, rest = [], [], []
     with torch.no_grad():
         for s in seqs:
             ids = torch.tensor(s).clone()
@@ -113,6 +113,7 @@ def test_context_logits_match_one_sentence_at_a_time(model):
             hidden = model.bert(input_ids=ids[None]).last_hidden_state[0]
             h.append(hidden[2].numpy())
             pooled.append(hidden.mean(0).numpy())
+            rest.append(torch.cat([hidden[:2], hidden[3:]]).mean(0).numpy())
     cos = lambda a, b: float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))  # noqa: E731
     assert got.cos_mask_vs_pooled == pytest.approx(
         (cos(h[0], pooled[0]) + cos(h[1], pooled[1])) / 2, abs=1e-5
@@ -120,6 +121,26 @@ def test_context_logits_match_one_sentence_at_a_time(model):
     assert got.cos_mask_vs_other == pytest.approx(
         (cos(h[0], pooled[1]) + cos(h[1], pooled[0])) / 2, abs=1e-5
     )
+    # the [MASK] (position 2) left out of its own sentence's mean
+    assert got.cos_mask_vs_rest == pytest.approx(
+        (cos(h[0], rest[0]) + cos(h[1], rest[1])) / 2, abs=1e-5
+    )
+    # and the other sentence's mean without its own [MASK]: the like-for-like baseline
+    assert got.cos_mask_vs_other_rest == pytest.approx(
+        (cos(h[0], rest[1]) + cos(h[1], rest[0])) / 2, abs=1e-5
+    )
+    # the per-sentence cosines behind the means, in job order (one job per sentence here)
+    order = [
+        int(n) for n, _ in ctx.occurrences[0][np.random.default_rng(0).permutation(2)]
+    ]
+    want_each = {
+        "pooled": [cos(h[n], pooled[n]) for n in order],
+        "other": [cos(h[n], pooled[1 - n]) for n in order],
+        "rest": [cos(h[n], rest[n]) for n in order],
+        "other rest": [cos(h[n], rest[1 - n]) for n in order],
+    }
+    for key, want in want_each.items():
+        np.testing.assert_allclose(got.cos_each[key], want, atol=1e-5)
 
 
 def test_training_sequences_are_cached_and_equal_a_fresh_tokenisation(monkeypatch):

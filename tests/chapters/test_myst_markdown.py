@@ -4,6 +4,8 @@ HTML ids Sphinx gave the book's glossary terms, and myst-nb's own formatting of 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from markdown_it import MarkdownIt
 
@@ -87,6 +89,16 @@ def test_a_dropdown_is_a_details_block_whose_markdown_and_math_still_render():
     assert "x = {term}`not a role in code`" in out  # code blocks stay verbatim
     assert rendered.index("</details>") > rendered.index("<code")
     assert "<p>After.</p>" in rendered
+
+
+def test_a_dropdown_title_has_its_inline_markdown_as_html():
+    # a Markdown renderer leaves a raw HTML line alone: `code` and *emphasis* there stay literal
+    rendered = html(
+        convert("```{dropdown} Deeper: `scratch-bert`'s *own* <cone>\nText.\n```")
+    )
+    summary = re.search(r"<summary>(.*)</summary>", rendered).group(1)
+    assert summary == "Deeper: <code>scratch-bert</code>'s <i>own</i> <cone>"
+    assert "`" not in summary and "*" not in summary
 
 
 def test_admonitions_are_blockquotes_with_a_bold_title_and_rendered_content():

@@ -287,6 +287,39 @@ def test_split_half_ceiling_matches_the_truth_it_cannot_see(n):
     assert 0 < out["r"] < out["ceiling"] < 1
 
 
+def test_split_half_ceiling_of_pmi_is_the_split_half_correlation_by_hand():
+    # oracle: Pearson's r of the two halves' PMI, each centred per context over the cells
+    # both halves saw, computed directly; then Spearman-Brown by hand
+    J = make_joint(30, 60, rank=4, seed=0)
+    a = counts_matrix(*sample_corpus(J, 40_000, seed=1), 30, 60)
+    b = counts_matrix(*sample_corpus(J, 40_000, seed=2), 30, 60)
+    f = np.log(J.sum(axis=0))
+    used = (a > 0) & (b > 0)
+    ya = _centred_pmi(a, f, used)
+    yb = _centred_pmi(b, f, used)
+    r = ya @ yb / np.sqrt((ya @ ya) * (yb @ yb))
+    out = split_half_ceiling(a, b, offset=f)
+    assert out["r"] == pytest.approx(r, abs=1e-9)
+    assert out["ceiling"] == pytest.approx(2 * r / (1 + r), abs=1e-9)
+    # a constant offset is a per-context constant: centring removes it
+    plain = split_half_ceiling(a, b)
+    assert split_half_ceiling(a, b, offset=np.full(60, 3.0))["r"] == pytest.approx(
+        plain["r"], abs=1e-12
+    )
+    assert 0 < out["ceiling"] < 1
+    with pytest.raises(ValueError, match="offset"):
+        split_half_ceiling(a, b, offset=f[:5])
+
+
+def _centred_pmi(N: np.ndarray, f: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """log p(x|c) − f(x) of ``N`` on ``cells``, centred per context over those cells."""
+    out = []
+    for row, f_row, ok in zip(N, np.broadcast_to(f, N.shape), cells):
+        v = np.log(row[ok] / row.sum()) - f_row[ok]
+        out.append(v - v.mean() if len(v) else v)
+    return np.concatenate(out)
+
+
 def test_split_half_ceiling_at_its_limits():
     J = make_joint(20, 40, rank=3, seed=0)
     same = np.round(J * 1e6)

@@ -125,3 +125,50 @@ def test_token_ids_leave_out_cls_and_sep():
     tok = AutoTokenizer.from_pretrained(TOKENIZER_DIR)
     ids = token_ids(["A man plays.", ""], tok)
     assert ids == [tok.convert_tokens_to_ids(["a", "man", "plays", "."]), []]
+
+
+def test_control_summary_by_hand(tmp_path):
+    import json
+
+    from bertflow_mini.data import TASKS
+    from bertflow_mini.evaluation.controls import control_summary
+
+    def record(init, seed, task, score):
+        return {
+            "shape": "s", "init": init, "seed": seed, "pooling": "p", "method": "m",
+            "task": task, "model": "-", "score": score, "fit": "target",
+            "aggregation": "wmean",
+        }  # fmt: skip
+
+    # seeds 0 and 1 on every dataset (seed 1 three points higher); seed 2 on STS-B only;
+    # another initialiser's seed 0 far off
+    records = [
+        record("hf", s, t, 10.0 * i + 3 * s)
+        for s in (0, 1)
+        for i, t in enumerate(TASKS)
+    ]
+    records += [record("hf", 2, "STSB", 90.0), record("trunc", 0, "STSB", -50.0)]
+    path = tmp_path / "controls.json"
+    path.write_text(json.dumps({"what": "toy", "records": records}))
+    stsb = 10.0 * list(TASKS).index("STSB")
+    mean, sd, n = control_summary("s", "p", "m", "STSB", path=path)
+    assert (mean, n) == (pytest.approx((stsb + stsb + 3 + 90) / 3), 3)
+    assert sd == pytest.approx(np.std([stsb, stsb + 3, 90.0], ddof=1))
+    # one seed: its own score, no sd; the other initialiser is never mixed in
+    assert control_summary("s", "p", "m", "STSB", path=path, seed=0)[0] == stsb
+    assert np.isnan(control_summary("s", "p", "m", "STSB", path=path, seed=0)[1])
+    assert control_summary("s", "p", "m", "STSB", init="trunc", path=path) == (
+        -50.0,
+        pytest.approx(np.nan, nan_ok=True),
+        1,
+    )
+    # Avg.: only seeds with all seven datasets (seed 2 has one)
+    avg = np.mean([10.0 * i for i in range(len(TASKS))])
+    assert control_summary("s", "p", "m", "Avg.", path=path)[::2] == (
+        pytest.approx(avg + 1.5),
+        2,
+    )
+    assert control_summary("s", "p", "m", "Avg.", path=path, seed=1)[
+        0
+    ] == pytest.approx(avg + 3)
+    assert np.isnan(control_summary("s", "p", "m", "Avg.", path=path, seed=2)[0])

@@ -157,6 +157,10 @@ def test_the_colab_budget_covers_every_chapter_and_adds_up():
             )
             assert table.loc[number, column] == pytest.approx(parts["total"] / 60)
         assert c["gb"] == pytest.approx(sum(c["downloads"].values()))
+        # the lower-bound part is a part of the quick total
+        lower = table.attrs["quick_lower_bound_min"][number]
+        assert lower == pytest.approx(c["quick_cpu_s"]["other"] / 60)
+        assert 0 <= lower <= table.loc[number, "quick CPU (min)"]
     assert (table["T4 (min)"] < table["Colab CPU (min)"]).all()
 
 

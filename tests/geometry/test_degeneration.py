@@ -15,6 +15,7 @@ from bertflow_mini.geometry.degeneration import (
     min_norm_point,
     optimal_direction,
     origin_in_convex_hull,
+    step_size_limit,
     train_zipf_softmax,
     unseen_token_dynamics,
     with_bias_column,
@@ -114,6 +115,33 @@ def test_unseen_token_gradient_matches_autograd():
     targets = torch.zeros(10, dtype=torch.long)
     torch.nn.functional.cross_entropy(logits, targets).backward()
     np.testing.assert_allclose(run.w, (w0 - lr * w0.grad).detach().numpy(), rtol=1e-10)
+
+
+def test_step_size_limit_is_two_over_the_largest_hessian_eigenvalue():
+    # autograd's Hessian of the mean loss where every logit sits at c (σ' = 1/4, its largest),
+    # so its top eigenvalue is the smoothness β; the limit is 2/β
+    X = make_hidden_states(12, 3, origin_inside=False, seed=4)
+    c = torch.tensor(np.random.default_rng(5).normal(size=12))
+    Xt = torch.tensor(X)
+
+    def loss(w, shift):
+        return torch.nn.functional.softplus(Xt @ w - shift).mean()
+
+    # at w = 0 with shift 0 every logit is 0: σ' = 1/4 everywhere
+    hessian = torch.autograd.functional.hessian(
+        lambda w: loss(w, 0.0), torch.zeros(3, dtype=torch.float64)
+    )
+    beta = torch.linalg.eigvalsh(hessian).max().item()
+    assert step_size_limit(X) == pytest.approx(2 / beta, rel=1e-10)
+    # anywhere else σ' < 1/4: the Hessian is never larger
+    elsewhere = torch.autograd.functional.hessian(
+        lambda w: loss(w, c), torch.full((3,), 0.3, dtype=torch.float64)
+    )
+    assert torch.linalg.eigvalsh(elsewhere).max().item() < beta
+    # by hand: one point x = (2, 0): β = 4/4 = 1, limit 2
+    assert step_size_limit(np.array([[2.0, 0.0]])) == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        step_size_limit(np.array([[np.nan, 1.0]]))
 
 
 # ----------------------------------------------------------------------------- with an output bias

@@ -155,6 +155,10 @@ def test_count_groups_by_hand():
     ]  # the empty 2–9 group is left out
     assert groups["tokens"].tolist() == [2, 2, 3]
     np.testing.assert_allclose(groups["mean norm"], [1.5, 3.5, 6.0])
+    # norms (1, 2), (3, 4), (5, 6, 7): sample sds √0.5, √0.5, 1 over √n
+    np.testing.assert_allclose(
+        groups["norm s.e."], [0.5, 0.5, 1 / np.sqrt(3)], rtol=1e-12
+    )
     np.testing.assert_allclose(groups["mean bias"], [1.5, 3.5, 6.0])
     assert groups.loc["unseen (0)", "mean cosine within"] == pytest.approx(
         0.0
