@@ -157,11 +157,20 @@ endef
 # an empty one of its own).
 UNIT_MARKERS := not html and not notebook and not colab and not warm_cache
 
-# The layers (import-linter's contracts in pyproject.toml) and the type hints (mypy), side by side:
-# each uses one core, and a fresh clone's mypy (no cache yet) takes over a minute. Fails if either does.
+# The conventional checks, each a tool of its own: ruff (format and lint rules in pyproject.toml),
+# vulture (dead code, counting what the chapters call: their code exported by nbconvert; what it
+# cannot see is named in tests/vulture_whitelist.py), import-linter (the layers: pyproject.toml's
+# contracts) and mypy (the type hints; run beside the others, a cold mypy takes over a minute).
+LINTED := bertflow_mini tests benchmarks experiments
 lint: $(VENV)/.installed-test
-	@$(VENV)/bin/mypy & mypy=$$!; $(VENV)/bin/lint-imports; imports=$$?; \
-	  wait $$mypy; typed=$$?; [ $$imports -eq 0 ] && [ $$typed -eq 0 ]
+	@$(VENV)/bin/mypy & mypy=$$!; \
+	  $(VENV)/bin/ruff format --check -q $(LINTED) book && $(VENV)/bin/ruff check -q $(LINTED) book; styled=$$?; \
+	  rm -rf $(BUILD)/lint && mkdir -p $(BUILD)/lint && \
+	  $(VENV)/bin/jupyter nbconvert --to script --log-level WARN --output-dir $(BUILD)/lint book/*.ipynb; \
+	  $(VENV)/bin/vulture $(LINTED) $(BUILD)/lint --min-confidence 60 | grep -v '^$(BUILD)/lint/'; dead=$$?; \
+	  $(VENV)/bin/lint-imports; imports=$$?; \
+	  wait $$mypy; typed=$$?; \
+	  [ $$styled -eq 0 ] && [ $$dead -ne 0 ] && [ $$imports -eq 0 ] && [ $$typed -eq 0 ]
 
 # Lint and unit tests first (fast failures, before pretraining), then the cache, the chapters through
 # nbval, then the HTML book built with warnings as errors and opened in headless Chromium (tests

@@ -22,6 +22,4 @@ _.closure  # torch: Optimizer.step(closure) is the signature torch calls (flow.B
 _.__getattr__  # Python: a module's __getattr__ (PEP 562) answers `module.NAME` (bertflow_mini/__init__.py: bf.NAME)
 _.__dir__  # Python: a module's __dir__ (PEP 562) answers dir(module) (bertflow_mini/__init__.py)
 _.fake_run  # pytest: requested by name for its effect (tests/chapters/test_strength.py)
-_.visit_AnnAssign  # ast: NodeVisitor.visit dispatches to visit_<node type> (tests/test_device_guard.py)
-_.visit_withitem  # ast: NodeVisitor.visit dispatches to visit_<node type> (tests/test_device_guard.py)
 _.setup  # Sphinx: calls an extension's setup(app) (bertflow_mini/chapters/launch_button.py, _config.yml)

@@ -70,7 +70,9 @@ def fractional_numbers(text: str, source: str) -> list[str]:
     """Non-integer numbers printed in ``text`` that the cell's ``source`` does not spell out."""
     found = []
     for m in NUMBER.finditer(text):
-        if (m.group("frac") or m.group("exp")) and m.group(0).lstrip("+-") not in source:
+        if (m.group("frac") or m.group("exp")) and m.group(0).lstrip(
+            "+-"
+        ) not in source:
             found.append(m.group(0))
     return found
 
@@ -92,7 +94,9 @@ def test_no_checked_cell_compares_a_trained_number_exactly(path):
 
 def test_the_trace_follows_a_name_through_the_cells_and_ignores_the_rest():
     def code(source: str, tags: tuple[str, ...] = (), out: str = "") -> dict:
-        outputs = [{"output_type": "stream", "name": "stdout", "text": out}] if out else []
+        outputs = (
+            [{"output_type": "stream", "name": "stdout", "text": out}] if out else []
+        )
         return {
             "cell_type": "code",
             "metadata": {"tags": list(tags)},
@@ -109,7 +113,7 @@ def test_the_trace_follows_a_name_through_the_cells_and_ignores_the_rest():
         {"cell_type": "markdown", "metadata": {}, "source": "MODEL total"},
     ]
     assert trained_cells(cells) == {1, 2, 4}
-    assert fractional_numbers("slope 0.016, 14 of 28, err < 1e-8: True", "x < 1e-8") == [
-        "0.016"
-    ]
+    assert fractional_numbers(
+        "slope 0.016, 14 of 28, err < 1e-8: True", "x < 1e-8"
+    ) == ["0.016"]
     assert not re.search(r"\d", "".join(fractional_numbers("True 3 of 7", "")))
