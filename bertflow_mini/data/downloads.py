@@ -279,7 +279,9 @@ def install(source: Source, base: Path) -> Path:
                     with atomic_path(target) as out:
                         content.replace(out)
             return target
-        except Exception as err:  # this route failed: the next one, or the error
+        # this route failed (unreachable, a damaged archive, a file that fails its check): the
+        # next route, or the error; anything else is a bug and surfaces
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, tarfile.TarError) as err:
             errors.append(
                 f"{', '.join(URLS[k] for k in route.urls)}: {type(err).__name__}: {err}"
             )

@@ -107,7 +107,7 @@ def load_sick_entailment(
     if root is None and not official_present("SICK-R"):
         try:
             rows = sick_from_hub(split)
-        except Exception as err:  # noqa: BLE001 (unreachable or not SemEval's: the archive next)
+        except (OSError, ValueError) as err:  # unreachable or not SemEval's: the archive next
             _hub_failed("SICK-R", hub_copies.SICK_HUB[0], err)
     if rows is None:
         rows = read_sick(sick_path(split, root))
@@ -177,7 +177,7 @@ def load_qnli(split: str = "dev", root: str | Path | None = None) -> LabelledPai
     if root is None and not official_present("QNLI"):
         try:
             columns = qnli_from_hub(split)
-        except Exception as err:  # noqa: BLE001 (unreachable or not the pinned files)
+        except (OSError, ValueError) as err:  # unreachable or not the pinned files
             _hub_failed("QNLI", hub_copies.QNLI_HUB[0], err)
     if columns is None:
         target = SOURCES["QNLI"].target

@@ -37,6 +37,10 @@ def _whitening_matrix(
         )
     # for a symmetric PSD matrix, SVD = eigendecomposition
     u, lam, _ = np.linalg.svd(cov, hermitian=True)
+    if not lam[0] > 0:
+        raise ValueError(
+            "the data have no variance (every row the same): there is nothing to whiten"
+        )
     floor = eps * lam[0]
     n_floored = int((lam < floor).sum())
     w = u / np.sqrt(np.maximum(lam, floor))

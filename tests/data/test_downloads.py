@@ -310,3 +310,31 @@ def test_hub_reachable_tells_an_open_port_from_a_closed_one(monkeypatch):
     downloads.forget_hub_probes()
     assert REAL_HUB_REACHABLE("127.0.0.1", port=port, timeout=1.0) is False
     downloads.forget_hub_probes()
+
+
+def test_a_bug_in_a_route_surfaces_instead_of_trying_the_next(tmp_path, monkeypatch):
+    """A route that fails as a download fails (OSError, a bad archive) passes to the next; a
+    programming error inside one (here a TypeError from its check) is not a failed download."""
+    from dataclasses import replace
+
+    source = SOURCES["STS12"]
+    calls = []
+
+    def broken(route, staging):
+        calls.append(route)
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(downloads, "_unpacked", broken)
+    with pytest.raises(TypeError, match="a bug"):
+        downloads.install(replace(source, routes=source.routes * 2), tmp_path)
+    assert len(calls) == 1
+
+    def unreachable(route, staging):
+        calls.append(route)
+        raise OSError("unreachable")
+
+    calls.clear()
+    monkeypatch.setattr(downloads, "_unpacked", unreachable)
+    with pytest.raises(OSError, match="unreachable.*unreachable"):
+        downloads.install(replace(source, routes=source.routes * 2), tmp_path)
+    assert len(calls) == 2

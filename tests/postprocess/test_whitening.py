@@ -267,3 +267,8 @@ def test_log_prob_stays_finite_on_a_hyperplane_and_needs_full_width():
         Whitening(k=2).fit(x).log_prob(x)
     with pytest.raises(RuntimeError, match="before fit"):
         Whitening().log_prob(x)
+
+
+def test_constant_data_is_refused_not_divided_by_zero():
+    with pytest.raises(ValueError, match="no variance"):
+        Whitening().fit(np.ones((10, 4)))
