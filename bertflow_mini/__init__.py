@@ -107,6 +107,7 @@ _API: dict[str, str] = {
     "beyond_harness": "bertflow_mini.evaluation.harness",
     "plot_earned": "bertflow_mini.chapters.plotting",
     "plot_scale_curve": "bertflow_mini.chapters.plotting",
+    "plot_scale_gaps": "bertflow_mini.chapters.plotting",
 }
 
 __all__ = sorted(_API)

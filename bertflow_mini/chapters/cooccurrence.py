@@ -5,7 +5,8 @@ labelled by how the two relate in those counts.
 appears within ``window`` positions of each other word — the setting of word2vec, a word as the
 context of its neighbours — in the ``(n_contexts, n_tokens)`` layout of
 :mod:`bertflow_mini.chapters.pmi`. :func:`neighbour_table` labels each nearest neighbour
-``co-occur`` (syntagmatic) or ``substitute`` (paradigmatic).
+``co-occur`` (syntagmatic) or ``substitute`` (paradigmatic); :func:`second_order_percentile` measures
+whether a neighbour keeps the same company as its word (:func:`ppmi_row_cosines`).
 """
 
 from __future__ import annotations
@@ -107,3 +108,34 @@ def neighbour_table(
                 {"word": word, "rank": rank, "neighbour": other, "relation": relation}
             )
     return pd.DataFrame(rows)
+
+
+def ppmi_row_cosines(counts: np.ndarray) -> np.ndarray:
+    """Second-order similarity: the cosine of two words' positive-PMI rows.
+
+    ``PPMI[c, x] = max(PMI(x, c), 0)``, with a pair never seen counted as 0 (the usual
+    positive-PMI matrix of distributional semantics). Two words are alike in this sense when
+    they keep the same company, whether or not they ever appear together. Returns the
+    ``(n_contexts, n_contexts)`` matrix of cosines between rows (0 for an all-zero row).
+    """
+    P = pmi_matrix(check_matrix(counts, "counts"))
+    ppmi = np.where(np.isfinite(P) & (P > 0), P, 0.0)
+    norms = np.linalg.norm(ppmi, axis=1, keepdims=True)
+    unit = np.divide(ppmi, norms, out=np.zeros_like(ppmi), where=norms > 0)
+    return unit @ unit.T
+
+
+def second_order_percentile(
+    counts: np.ndarray, vocab: Sequence[str], table: pd.DataFrame
+) -> np.ndarray:
+    """For each row of a :func:`neighbour_table` (a word and one of its neighbours): the share of
+    the word's other words whose PPMI-row cosine with it (:func:`ppmi_row_cosines`) is below the
+    neighbour's. A word drawn at random scores 0.5 on average; 1 is the most alike by company."""
+    S = ppmi_row_cosines(counts)
+    index = {w: i for i, w in enumerate(vocab)}
+    out = []
+    for word, other in zip(table["word"], table["neighbour"]):
+        i, j = index[word], index[other]
+        row = np.delete(S[i], i)  # the word itself is not a candidate
+        out.append((row < S[i, j]).sum() / (len(row) - 1))  # nor is the neighbour
+    return np.array(out)

@@ -197,6 +197,9 @@ class ContextLogits:
     # per masked sentence (in job order), the cosines the four means above average:
     # keys "pooled", "other", "rest", "other rest"
     cos_each: dict[str, np.ndarray]
+    # (2, n_contexts, vocab): log_mixture from each context's even and odd occurrences
+    # (by the order they were drawn; -inf in a half with none): for a split-half reliability
+    log_mixture_halves: np.ndarray
 
 
 @torch.no_grad()
@@ -218,7 +221,9 @@ def context_logits(
     sentence, [CLS], [MASK] and [SEP] included: the same forward pass), with that mean less the
     [MASK]'s own vector (the mean over the other positions), and, as baselines, with the two same
     means of the sentence half the list of occurrences away (another context's): its full mean, and
-    its mean without its own [MASK] (the like-for-like baseline of the second)."""
+    its mean without its own [MASK] (the like-for-like baseline of the second). The averages of
+    each context's even and odd occurrences are kept apart too (``log_mixture_halves``), to
+    measure how noisy the average over so few sentences is."""
     rng = np.random.default_rng(seed)
     jobs = []
     for k, occ in enumerate(contexts.occurrences):
@@ -227,6 +232,7 @@ def context_logits(
     n_ctx, vocab = contexts.counts.shape
     sums = np.zeros((n_ctx, vocab))
     mix = np.full((n_ctx, vocab), -np.inf)
+    halves = np.full((2, n_ctx, vocab), -np.inf)
     seen = np.zeros(n_ctx)
     at_mask, pooled_all, rest_all = [], [], []
     for start in range(0, len(jobs), batch_size):
@@ -261,6 +267,8 @@ def context_logits(
         for (k, _, _), lg, lp in zip(part, logits, logp):
             sums[k] += lg
             mix[k] = np.logaddexp(mix[k], lp)
+            half = int(seen[k]) % 2
+            halves[half, k] = np.logaddexp(halves[half, k], lp)
             seen[k] += 1
     if (seen == 0).any():
         raise ValueError("a context has no occurrence")
@@ -282,6 +290,10 @@ def context_logits(
         cos_mask_vs_other_rest=float(each["other rest"].mean()),
         n_occurrences=len(jobs),
         cos_each=each,
+        log_mixture_halves=halves
+        - np.log(np.maximum(np.stack([np.ceil(seen / 2), np.floor(seen / 2)]), 1))[
+            :, :, None
+        ],
     )
 
 

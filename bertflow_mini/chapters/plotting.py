@@ -360,3 +360,73 @@ def plot_scale_curve(
         drawn[-1].legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def plot_scale_gaps(
+    gaps: pd.DataFrame,
+    tasks: Sequence[str] = ("STSB", "Avg."),
+    methods: Sequence[str] = ("whitening", "flow"),
+    x: str = "wordpieces",
+):
+    """The scale curve as gaps: each run's ``gap`` (pretrained − its own step 0, from
+    :func:`bertflow_mini.evaluation.scale.scale_gaps`) against ``x`` — wordpieces seen
+    or pretraining ``"steps"`` — on a log scale, a panel per (pooling, task), each
+    method in its colour from :data:`COLORS` (a marker per corpus; whiskers ± the gap's
+    sd over seeds, where a length has several), beside a line at 0: the random init.
+    A point below the line is a run that scores below the network it started from."""
+    if x not in ("wordpieces", "steps"):
+        raise ValueError(f"x must be 'wordpieces' or 'steps', not {x!r}")
+    poolings = list(dict.fromkeys(gaps["pooling"]))
+    corpora = list(dict.fromkeys(gaps["corpus"]))
+    fig, axes = plt.subplots(
+        len(poolings),
+        len(tasks),
+        figsize=(4.2 * len(tasks), 3.0 * len(poolings)),
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+    )
+    for row, pooling in zip(axes, poolings):
+        for ax, task in zip(row, tasks):
+            ax.axhline(0, color="0.3", lw=1, label="random init (its own step 0)")
+            for i, method in enumerate(methods):
+                pick = (
+                    (gaps["pooling"] == pooling)
+                    & (gaps["method"] == method)
+                    & (gaps["task"] == task)
+                )
+                for marker, corpus in zip("osD^", corpora):
+                    line = gaps[pick & (gaps["corpus"] == corpus)].sort_values(x)
+                    if len(line):
+                        ax.errorbar(
+                            line[x],
+                            line["gap"],
+                            yerr=line["gap_sd"].fillna(0),
+                            fmt=f"{marker}-",
+                            color=COLORS.get(method, f"C{i}"),
+                            capsize=3,
+                            label=f"{method}, {corpus}",
+                        )
+            ax.set_xscale("log")
+            ticks = sorted(set(gaps[x]))
+            labels = [
+                f"{t / 1e6:.1f} M" if x == "wordpieces" else f"{t:,.0f}" for t in ticks
+            ]
+            ax.set_xticks(ticks, labels)
+            ax.minorticks_off()
+            ax.tick_params(labelbottom=True)
+            name = {"Avg.": "7-dataset mean", "STSB": "STS-B"}.get(task, task)
+            ax.set_title(f"{pooling}, {name}")
+        row[0].set_ylabel("pretrained − step 0")
+    for ax in axes[-1]:
+        ax.set_xlabel(
+            "wordpieces seen in pretraining"
+            if x == "wordpieces"
+            else "pretraining steps"
+        )
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.tight_layout()
+    fig.legend(
+        handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5)
+    )
+    return fig

@@ -13,7 +13,8 @@ the geometry of ``w_x``. Here we check the identity on a joint distribution we k
 always judged on counts the model did not train on (:func:`fit_report`, :func:`cross_entropy`):
 a training-set fit rewards memorising the sample. :func:`regress_logits_on_terms` fits PMI and
 ``log p(x)`` with a slope each; :func:`split_half_ceiling` says how high an ``R²`` against a noisy
-empirical ``log p(x|c)`` can go at all. The real MLM head is probed in
+empirical ``log p(x|c)`` can go at all, and :func:`split_half_reliability` how noisy any two-half
+estimate is (the model's side of that regression, for one). The real MLM head is probed in
 :mod:`bertflow_mini.chapters.mlm_probe`.
 
 Convention throughout: matrices are ``(n_contexts, n_tokens)``; row ``c`` is a context, column ``x`` a token.
@@ -391,8 +392,39 @@ def split_half_ceiling(
         log_a, log_b = (
             np.log(N) - np.log(N.sum(axis=1, keepdims=True)) - shift for N in (A, B)
         )
+    out = split_half_reliability(log_a, log_b, cells=ok)
+    return {"r": out["r"], "ceiling": out["reliability"], "n_cells": out["n_cells"]}
+
+
+def split_half_reliability(
+    half_a: np.ndarray, half_b: np.ndarray, cells: np.ndarray | None = None
+) -> dict:
+    """Spearman–Brown reliability of a per-cell estimate made from two disjoint halves.
+
+    ``half_a`` and ``half_b`` hold the same ``(n_contexts, n_tokens)`` quantity (say, a
+    model's log-probabilities averaged over the even and over the odd occurrences of each
+    context), estimated from two halves of the data. On the cells of ``cells`` (default:
+    all) where both are finite, each is centred per context (as
+    :func:`regress_logits_on_pmi` centres) and the two are correlated: ``r``. The
+    estimate from both halves together has reliability ``2r / (1 + r)``, the share of its
+    within-context variance that is not sampling noise. Two noisy sides of a regression
+    attenuate its ``R²`` by the product of their reliabilities (Spearman's correction).
+    :func:`split_half_ceiling` is this with each half's empirical ``log p(x|c)``.
+    Returns ``r``, ``reliability`` and ``n_cells``.
+    """
+    A, B = (np.asarray(h, dtype=np.float64) for h in (half_a, half_b))
+    if A.ndim != 2 or A.shape != B.shape:
+        raise ValueError(f"half_a {A.shape} and half_b {B.shape} must be one 2-D shape")
+    ok = np.isfinite(A) & np.isfinite(B)  # -inf: a cell one half never saw
+    if cells is not None:
+        cells = np.asarray(cells, dtype=bool)
+        if cells.shape != A.shape:
+            raise ValueError(
+                f"cells {cells.shape} must have the halves' shape {A.shape}"
+            )
+        ok &= cells
     fit = regress_logits_on_terms(
-        np.where(ok, log_a, 0.0), {"half b": np.where(ok, log_b, -np.inf)}
+        np.where(ok, A, 0.0), {"half b": np.where(ok, B, -np.inf)}
     )
     r = float(np.sign(fit["slopes"]["half b"]) * np.sqrt(max(fit["r2"], 0.0)))
-    return {"r": r, "ceiling": max(2 * r / (1 + r), 0.0), "n_cells": fit["n_cells"]}
+    return {"r": r, "reliability": max(2 * r / (1 + r), 0.0), "n_cells": fit["n_cells"]}

@@ -4,9 +4,10 @@ The puzzle of the book is that raw BERT vectors give *every* pair of sentences a
 module turns that into numbers on the STS Benchmark:
 
 * :func:`random_pairs` — pairs of distinct sentences drawn at random ("two arbitrary sentences");
-* :func:`overlap_coefficient` and the AUC (:func:`bertflow_mini.evaluation.entailment.auc`) — how
-  much two distributions of similarities overlap;
-* :func:`separation_row` — the chapter's first table, one row per encoder (or per no-model control);
+* :func:`separation_row` — the chapter's first table, one row per encoder (or per no-model control):
+  the mean similarity of each kind of pair, the AUC
+  (:func:`bertflow_mini.evaluation.entailment.auc`) of paraphrases against unrelated pairs, and
+  the STS-B Spearman;
 * :func:`pooling_grid_table` — STS-B Spearman for every *distinct* pooling of
   :func:`bertflow_mini.encoders.pooling.pooling_grid` (one layer averaged = one layer concatenated);
 * :func:`centred_scores` and :func:`mean_share` — what subtracting the mean vector does;
@@ -56,23 +57,6 @@ def _sample(x: np.ndarray, name: str) -> np.ndarray:
     return x
 
 
-def overlap_coefficient(
-    a: np.ndarray,
-    b: np.ndarray,
-    bins: int = 100,
-    value_range: tuple[float, float] = (-1.0, 1.0),
-) -> float:
-    """Overlap of two samples' histograms, ``∫ min(p, q)``: 0 = disjoint, 1 = identical.
-
-    Both histograms share ``bins`` equal bins on ``value_range`` (cosines live on [-1, 1]).
-    """
-    a, b = _sample(a, "a"), _sample(b, "b")
-    edges = np.linspace(*value_range, bins + 1)
-    p, _ = np.histogram(a, edges, density=True)
-    q, _ = np.histogram(b, edges, density=True)
-    return float(np.minimum(p, q).sum() * (edges[1] - edges[0]))
-
-
 def separation_row(
     random_sims: np.ndarray,
     pair_sims: np.ndarray,
@@ -96,8 +80,6 @@ def separation_row(
         "sim random": float(rand.mean()),
         "sim unrelated": float(unrel.mean()),
         "sim paraphrase": float(para.mean()),
-        "OVL random/para": overlap_coefficient(rand, para),
-        "OVL unrel./para": overlap_coefficient(unrel, para),
         "AUC para > unrel.": auc(
             np.concatenate([para, unrel]),
             np.r_[np.ones(len(para)), np.zeros(len(unrel))],

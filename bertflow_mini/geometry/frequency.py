@@ -385,3 +385,43 @@ def drift_along(
     return pd.Series(
         out.values(), index=names, name="cos(mean displacement, direction)"
     )
+
+
+# ----------------------------------------------------------------------------- frequency in sentence vectors
+
+
+def mean_log_frequency(
+    token_ids: Sequence[Sequence[int]], frequency: np.ndarray
+) -> np.ndarray:
+    """Each sentence's mean log10 word frequency: ``token_ids[s]`` holds sentence ``s``'s token ids,
+    ``frequency[i]`` token ``i``'s frequency (e.g. wordfreq's), 0 for a token to leave out (word
+    pieces, symbols, words wordfreq does not know). NaN for a sentence with no token left."""
+    frequency = np.asarray(frequency, dtype=np.float64)
+    if frequency.ndim != 1 or not np.isfinite(frequency).all() or (frequency < 0).any():
+        raise ValueError("frequency must be a 1-D array of finite numbers >= 0")
+    out = np.full(len(token_ids), np.nan)
+    for s, ids in enumerate(token_ids):
+        f = frequency[np.asarray(ids, dtype=np.int64)]
+        if (f > 0).any():
+            out[s] = np.log10(f[f > 0]).mean()
+    return out
+
+
+def sentence_frequency_axis(
+    X: np.ndarray, token_ids: Sequence[Sequence[int]], frequency: np.ndarray
+) -> tuple[float, int]:
+    """Is the top principal direction of sentence vectors ``X`` (one row per sentence) a
+    word-frequency axis? |Spearman ρ| between each sentence's coordinate on that direction (rows
+    centred) and its words' :func:`mean_log_frequency`, with the number of sentences used
+    (those with no word of known frequency are left out first). 1: the direction ranks the
+    sentences exactly by how frequent their words are; near 0: unrelated."""
+    from bertflow_mini.geometry.contextual import top_direction_frequency
+
+    X = check_matrix(X, "X")
+    if len(token_ids) != len(X):
+        raise ValueError(
+            f"one list of token ids per row of X ({len(X)}), got {len(token_ids)}"
+        )
+    m = mean_log_frequency(token_ids, frequency)
+    known = np.isfinite(m)
+    return top_direction_frequency(X[known], m[known]), int(known.sum())

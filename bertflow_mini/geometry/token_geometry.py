@@ -8,7 +8,8 @@ It measures the cone (:func:`cone_measures`, :func:`top_singular_share`, uncentr
 tokens (:func:`count_groups`, :func:`negative_direction_share`, :func:`logit_attribution`), the
 per-token offset a shared direction gives every logit (:func:`shared_offsets`,
 :func:`offset_frequency`) and where the component shared by all token vectors comes from
-(:func:`common_component_by_stage`, :func:`repeat_share`).
+(:func:`common_component_by_stage`, :func:`repeat_share`), and how averaging a sentence's tokens
+keeps that component (:func:`pooled_token_vectors`, :func:`averaged_share`).
 
 Defined for Chapter 4 (``book/04-representation-degeneration.ipynb``).
 """
@@ -398,3 +399,43 @@ def repeat_share(token_ids: Sequence[int]) -> float:
         raise ValueError("repeat_share needs at least one token")
     f = np.unique(ids, return_counts=True)[1] / ids.size
     return float(f @ f)
+
+
+@torch.no_grad()
+def pooled_token_vectors(
+    encoder,
+    sentences: Sequence[str],
+    layers: Sequence[int] = (1, -1),
+    max_length: int = 64,
+    batch_size: int = 64,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The token vectors a mean pooling over ``layers`` averages, one row per real token ([CLS] and
+    [SEP] included, padding not), and the index of the sentence each row belongs to. The default
+    ``(1, -1)`` is ``first-last-avg``: the mean of a sentence's rows is its pooled vector."""
+    encoder.require_transformer("pooled_token_vectors")
+    if not sentences:
+        raise ValueError("pooled_token_vectors needs at least one sentence")
+    rows, owners = [], []
+    for start in range(0, len(sentences), batch_size):
+        part = list(sentences[start : start + batch_size])
+        batch = tokenized(encoder.tokenizer, part, max_length, encoder.device)
+        hs = encoder.model(**batch, output_hidden_states=True).hidden_states
+        vectors = torch.stack([hs[i] for i in layers]).mean(dim=0)
+        mask = batch["attention_mask"].bool()
+        rows.append(vectors[mask].double().cpu().numpy())
+        owners.append(start + torch.nonzero(mask)[:, 0].cpu().numpy())
+    return np.concatenate(rows), np.concatenate(owners)
+
+
+def averaged_share(token_share: float, lengths: Sequence[int]) -> float:
+    """The share ``‖mean‖² / mean ‖x‖²`` that sentence vectors get by averaging ``lengths[j]`` token
+    vectors each, when the token vectors have share ``token_share`` (a common component ``c``) and
+    their remainders are uncorrelated: the mean keeps ``c`` while the remainder's energy shrinks
+    by ``1/n``, so ``s / (s + (1 − s)·mean(1/n_j))``."""
+    n = np.asarray(lengths, dtype=float)
+    if n.size == 0 or (n < 1).any() or not 0 <= token_share <= 1:
+        raise ValueError("averaged_share needs a share in [0, 1] and lengths ≥ 1")
+    s = float(token_share)
+    if s == 0:
+        return 0.0
+    return s / (s + (1 - s) * float(np.mean(1 / n)))
