@@ -281,7 +281,13 @@ def install(source: Source, base: Path) -> Path:
             return target
         # this route failed (unreachable, a damaged archive, a file that fails its check): the
         # next route, or the error; anything else is a bug and surfaces
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, tarfile.TarError) as err:
+        except (
+            OSError,
+            ValueError,
+            EOFError,
+            zipfile.BadZipFile,
+            tarfile.TarError,
+        ) as err:
             errors.append(
                 f"{', '.join(URLS[k] for k in route.urls)}: {type(err).__name__}: {err}"
             )

@@ -107,7 +107,10 @@ def load_sick_entailment(
     if root is None and not official_present("SICK-R"):
         try:
             rows = sick_from_hub(split)
-        except (OSError, ValueError) as err:  # unreachable or not SemEval's: the archive next
+        except (
+            OSError,
+            ValueError,
+        ) as err:  # unreachable or not SemEval's: the archive next
             _hub_failed("SICK-R", hub_copies.SICK_HUB[0], err)
     if rows is None:
         rows = read_sick(sick_path(split, root))

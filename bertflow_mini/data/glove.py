@@ -147,7 +147,10 @@ def find_glove(dim: int) -> Path:
     if dim == 50:
         try:
             return _glove_from_hub(cache_dir("data"))
-        except (OSError, ValueError) as err:  # unreachable or not the official file: the zip
+        except (
+            OSError,
+            ValueError,
+        ) as err:  # unreachable or not the official file: the zip
             url = downloads.HUB_URL.format(GLOVE_HUB[0])
             HUB_FAILURES[source.target] = (
                 f"The hub copy {url} was not used: {type(err).__name__}: {err}."

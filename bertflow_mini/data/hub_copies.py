@@ -171,7 +171,10 @@ def read_parquet(path: Path, columns: dict[str, tuple[str, ...]]) -> dict[str, l
 
     try:
         table = pq.read_table(path)
-    except (OSError, ValueError) as err:  # not parquet, truncated (pyarrow's errors are both)
+    except (
+        OSError,
+        ValueError,
+    ) as err:  # not parquet, truncated (pyarrow's errors are both)
         raise ValueError(
             f"{path}: not a readable parquet file ({type(err).__name__}: {err})"
         )

@@ -170,17 +170,6 @@ LI_TABLE1: dict[str, tuple[float, ...]] = {
     "[5K,…)": (1.45, 1.30, 1.34, 1.37, 1.63, 1.61, 1.60),
 }
 
-#: The flow's configuration where Li et al. 2020's text and their code differ: setting ->
-#: (the paper, the authors' code). The paper: Table 7 (levels) and section 3 (a random
-#: permutation). The code (github.com/bohanli/BERT-flow): run_siamese.py's default
-#: ``flow_model_config = "config_l3_d3_w32"`` (flow/config/config_l3_d3_w32.json: n_levels 3,
-#: depth 3, coupling_width 32, additive) and flow/glow_ops_1x1.py's ``permutation=True`` branch, a
-#: fixed channel reversal.
-FLOW_CONFIG: dict[str, tuple[str, str]] = {
-    "levels": ("2 (Table 7)", "3 (config_l3_d3_w32)"),
-    "permutation": ("random (section 3)", "fixed reversal (glow_ops_1x1.py)"),
-}
-
 
 def published_table(model: str | None = None, paper: str | None = None) -> pd.DataFrame:
     """The published rows (optionally of one model / one paper) as a DataFrame with an ``Avg.`` column."""
