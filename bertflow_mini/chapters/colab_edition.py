@@ -174,8 +174,12 @@ def _text_cells(cell, page: Page, site: BookSite, where: _Chapter) -> list:
     cell.metadata = {}
     cells = [cell] if cell.source.strip() else []
     if page.student and where.in_exercises:
+        seen = set()
         for key, answer in CHECK.findall(source):
             name = key.strip('"')
+            if name in seen:  # one answer cell per exercise
+                continue
+            seen.add(name)
             scaffold = f"# Exercise {name}: your answer here, then check it:\n"
             scaffold += f"# bf.check({key}, {answer})"
             cells.append(_code(scaffold, f"{cell.id}-answer-{name.replace('.', '-')}"))

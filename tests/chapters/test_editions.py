@@ -76,6 +76,10 @@ def test_an_edition_has_no_myst_no_outputs_and_no_test_machinery(kind, source):
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None
     assert "{glue" not in all_text(nb) and "{term}" not in all_text(nb)
+    ids = [cell.id for cell in nb.cells]
+    assert len(ids) == len(set(ids)), (
+        "cell ids repeat (nbformat would replace one at random)"
+    )
 
 
 def test_the_install_is_the_release_that_config_and_readme_name():
