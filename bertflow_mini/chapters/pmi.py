@@ -375,14 +375,6 @@ def split_half_ceiling(
             f"half_a {A.shape} and half_b {B.shape} must be non-negative counts "
             "of one shape"
         )
-    ok = (A > 0) & (B > 0)
-    if cells is not None:
-        cells = np.asarray(cells, dtype=bool)
-        if cells.shape != A.shape:
-            raise ValueError(
-                f"cells {cells.shape} must have the counts' shape {A.shape}"
-            )
-        ok &= cells
     shift = np.zeros(A.shape[1])
     if offset is not None:
         shift = np.asarray(offset, dtype=float).reshape(-1)
@@ -392,7 +384,8 @@ def split_half_ceiling(
         log_a, log_b = (
             np.log(N) - np.log(N.sum(axis=1, keepdims=True)) - shift for N in (A, B)
         )
-    out = split_half_reliability(log_a, log_b, cells=ok)
+    # a cell one half never saw is log 0 = -inf: split_half_reliability leaves it out
+    out = split_half_reliability(log_a, log_b, cells=cells)
     return {"r": out["r"], "ceiling": out["reliability"], "n_cells": out["n_cells"]}
 
 
