@@ -279,6 +279,38 @@ def plot_earned(table: pd.DataFrame, task: str = "Avg.", ax=None):
     return axes
 
 
+def _scale_runs(ax, gaps, pooling, task, methods, corpora, x: str, y: str) -> None:
+    """Each method's runs of one (pooling, task) panel: ``y`` against ``x``, a marker per
+    corpus, whiskers ± the gap's sd over seeds, in the method's colour."""
+    for i, method in enumerate(methods):
+        pick = (
+            (gaps["pooling"] == pooling)
+            & (gaps["method"] == method)
+            & (gaps["task"] == task)
+        )
+        for marker, corpus in zip("osD^", corpora):
+            line = gaps[pick & (gaps["corpus"] == corpus)].sort_values(x)
+            if len(line):
+                ax.errorbar(
+                    line[x],
+                    line[y],
+                    yerr=line["gap_sd"].fillna(0),
+                    fmt=f"{marker}-",
+                    color=COLORS.get(method, f"C{i}"),
+                    capsize=3,
+                    label=f"{method}, {corpus}",
+                )
+
+
+def _scale_axis(ax, gaps, x: str) -> None:
+    """A log ``x`` axis with a tick at each run's length."""
+    ax.set_xscale("log")
+    ticks = sorted(set(gaps[x]))
+    labels = [f"{t / 1e6:.1f} M" if x == "wordpieces" else f"{t:,.0f}" for t in ticks]
+    ax.set_xticks(ticks, labels)
+    ax.minorticks_off()
+
+
 def plot_scale_curve(
     curve: pd.DataFrame,
     tasks: Sequence[str] = ("STSB", "Avg."),
@@ -310,26 +342,10 @@ def plot_scale_curve(
     )
     for row, pooling in zip(axes, poolings):
         for ax, task in zip(row, tasks):
+            _scale_runs(ax, gaps, pooling, task, methods, corpora, x, "pretrained")
             for i, method in enumerate(methods):
-                colour = COLORS.get(method, f"C{i}")
-                pick = (
-                    (gaps["pooling"] == pooling)
-                    & (gaps["method"] == method)
-                    & (gaps["task"] == task)
-                )
-                for marker, corpus in zip("osD^", corpora):
-                    line = gaps[pick & (gaps["corpus"] == corpus)].sort_values(x)
-                    if len(line):
-                        ax.errorbar(
-                            line[x],
-                            line["pretrained"],
-                            yerr=line["gap_sd"].fillna(0),
-                            fmt=f"{marker}-",
-                            color=colour,
-                            capsize=3,
-                            label=f"{method}, {corpus}",
-                        )
                 if (pooling, method, task) in control.index:
+                    colour = COLORS.get(method, f"C{i}")
                     level, sd = control.loc[(pooling, method, task)]
                     ax.axhline(
                         level,
@@ -341,13 +357,7 @@ def plot_scale_curve(
                         ax.axhspan(
                             level - sd, level + sd, color=colour, alpha=0.12, lw=0
                         )
-            ax.set_xscale("log")
-            ticks = sorted(set(gaps[x]))
-            labels = [
-                f"{t / 1e6:.1f} M" if x == "wordpieces" else f"{t:,.0f}" for t in ticks
-            ]
-            ax.set_xticks(ticks, labels)
-            ax.minorticks_off()
+            _scale_axis(ax, gaps, x)
             ax.set_title(f"{pooling}, {'7-dataset mean' if task == 'Avg.' else task}")
             ax.set_xlabel(
                 "wordpieces seen in pretraining"
@@ -389,31 +399,8 @@ def plot_scale_gaps(
     for row, pooling in zip(axes, poolings):
         for ax, task in zip(row, tasks):
             ax.axhline(0, color="0.3", lw=1, label="random init (its own step 0)")
-            for i, method in enumerate(methods):
-                pick = (
-                    (gaps["pooling"] == pooling)
-                    & (gaps["method"] == method)
-                    & (gaps["task"] == task)
-                )
-                for marker, corpus in zip("osD^", corpora):
-                    line = gaps[pick & (gaps["corpus"] == corpus)].sort_values(x)
-                    if len(line):
-                        ax.errorbar(
-                            line[x],
-                            line["gap"],
-                            yerr=line["gap_sd"].fillna(0),
-                            fmt=f"{marker}-",
-                            color=COLORS.get(method, f"C{i}"),
-                            capsize=3,
-                            label=f"{method}, {corpus}",
-                        )
-            ax.set_xscale("log")
-            ticks = sorted(set(gaps[x]))
-            labels = [
-                f"{t / 1e6:.1f} M" if x == "wordpieces" else f"{t:,.0f}" for t in ticks
-            ]
-            ax.set_xticks(ticks, labels)
-            ax.minorticks_off()
+            _scale_runs(ax, gaps, pooling, task, methods, corpora, x, "gap")
+            _scale_axis(ax, gaps, x)
             ax.tick_params(labelbottom=True)
             name = {"Avg.": "7-dataset mean", "STSB": "STS-B"}.get(task, task)
             ax.set_title(f"{pooling}, {name}")
