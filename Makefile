@@ -48,12 +48,13 @@ PARALLEL = -n $(WORKERS) --dist loadfile
 # the training runs (pretraining, SimCSE) pin their own thread count whatever this says.
 ONE_THREAD = OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
-.PHONY: all install browser-deps cache book html editions student refresh test test-colab test-floors unit lint lock test-portability clean help
+.PHONY: all install browser-deps cache book html release editions student refresh test test-colab test-floors unit lint lock test-portability clean help
 all: help
 help:
 	@echo "make book    - set up, execute the chapters into $(EXECUTED)/ (what changed), build the HTML book"
 	@echo "make test    - set up and run every test (units, chapters through nbval, HTML build, browser check)"
 	@echo "make html    - build the HTML book from the committed outputs (no execution)"
+	@echo "make release - the released weights, their checksums, the editions and the wheel ($(BUILD)/release)"
 	@echo "make editions - write the Colab and student editions (book/colab, book/student) from the chapters"
 	@echo "make student - write the student editions only (book/student: no solutions)"
 	@echo "make refresh - (maintainers) re-execute the chapters in place, rewriting their committed outputs"
@@ -131,6 +132,12 @@ html: $(VENV)/.installed-book
 # (the same without solutions) of every chapter and the results page, generated from book/*.ipynb
 # and committed where the README's Colab links point. Rerun after changing a chapter (a test fails
 # while a committed edition is stale); the editions read the committed outputs' glued values.
+# Everything a copy of the book publishes (bertflow_mini.chapters.publish): the released weights'
+# archives with their checksums, the package's manifest of them, the editions and the wheel, into
+# $(BUILD)/release; `make release REPOSITORY=https://github.com/<you>/<fork>` sets the one configured
+# value first (README: "Publish your own copy").
+release: $(VENV)/.installed-book cache
+	$(PY) -m bertflow_mini.chapters.publish --out $(BUILD)/release $(if $(REPOSITORY),--repository $(REPOSITORY))
 editions: $(VENV)/.installed-book
 	$(PY) -m bertflow_mini.chapters.editions
 student: $(VENV)/.installed-book

@@ -91,7 +91,7 @@ _API: dict[str, str] = {
     "CONTROLS_FILE": "bertflow_mini.evaluation.measured",
     "PRETRAIN_SEEDS_FILE": "bertflow_mini.evaluation.measured",
     "SCALE_FILE": "bertflow_mini.evaluation.measured",
-    "colab_budget": "bertflow_mini.evaluation.measured",
+    "colab_minutes": "bertflow_mini.evaluation.measured",
     "controls_table": "bertflow_mini.evaluation.measured",
     "earned_table": "bertflow_mini.evaluation.measured",
     "pretrain_seeds": "bertflow_mini.evaluation.measured",

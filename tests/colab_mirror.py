@@ -9,6 +9,8 @@
   The virtualenv holds a stand-in ``google.colab`` whose import (at kernel start, as in Colab) makes
   the chapters' Colab-only branches run; it replaces ``%pip`` by a check that the line installs this
   package from the configured repository, then installs the wheel instead of cloning.
+* :func:`release_from_cache` and :func:`serve` — the book's release (the weights the chapters read,
+  packed as ``make release`` packs them) served from localhost, as the repository's release page.
 * :func:`run_chapter` — a chapter top to bottom in that virtualenv's kernel, started in an empty
   temporary folder, with extra cells (instrumentation) inserted after the set-up cell.
 
@@ -109,9 +111,10 @@ def save_multiberts(config, folder: Path, seed: int) -> Path:
     return folder
 
 
-def build_wheel(out: Path, repo: Path = REPO) -> Path:
+def build_wheel(out: Path, repo: Path = REPO, manifest: dict | None = None) -> Path:
     """The wheel ``pip`` builds from ``repo``'s ``pyproject.toml`` (package folders only, as a
-    ``git+`` install sees them: a copy without caches or build leftovers)."""
+    ``git+`` install sees them: a copy without caches or build leftovers); ``manifest``, when
+    given, replaces its release manifest (:mod:`bertflow_mini.encoders.release`)."""
     src = out / "src"
     shutil.copytree(
         repo / "bertflow_mini",
@@ -120,6 +123,10 @@ def build_wheel(out: Path, repo: Path = REPO) -> Path:
     )
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(repo / name, src / name)
+    if manifest is not None:  # the release this wheel fetches from
+        (src / "bertflow_mini" / "encoders" / "release.json").write_text(
+            json.dumps(manifest)
+        )
     subprocess.run(
         [
             sys.executable,
@@ -139,6 +146,37 @@ def build_wheel(out: Path, repo: Path = REPO) -> Path:
     )
     (wheel,) = (out / "wheel").glob("*.whl")
     return wheel
+
+
+def release_from_cache(out: Path) -> dict:
+    """The book's release as ``make release`` packs it, from this machine's cache (the runs the
+    chapters read, built by ``make cache``), into ``out``; returns its manifest."""
+    from bertflow_mini.chapters.editions import release_tag
+    from bertflow_mini.chapters.publish import pack, released_runs
+
+    files = dict(pack(folder, out) for folder in released_runs())
+    return {
+        "repository": "https://github.com/colab-sim/release",
+        "tag": release_tag(),
+        "files": files,
+    }
+
+
+def serve(folder: Path) -> str:
+    """Serve ``folder`` over HTTP on localhost from a daemon thread; returns its base URL."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/"
 
 
 #: The stand-in ``google.colab``: imported when the kernel starts, as Colab's own is.
@@ -276,6 +314,34 @@ _report = {"package": _bf.__file__, "sys_path": list(_s.path), "colab": "google.
 _report.update(globals().get("_WORK", {}))
 open(_o.environ["COLAB_SIM_REPORT"], "w").write(_j.dumps(_report, default=str))
 """
+
+
+def book_runtime(root: Path, shared: Path, data: Path) -> dict:
+    """A Colab reader's runtime for the book's own model: the release packed from this machine's
+    cache and served from localhost, the wheel built with its manifest, installed into a fresh
+    virtualenv with ``google.colab``; returns the kernel's environment for a chapter (add
+    ``BERTFLOW_CACHE``: an empty folder, as a new Colab session has) and the paths."""
+    release = root / "release"
+    manifest = release_from_cache(release)
+    wheel = build_wheel(root / "wheel", manifest=manifest)
+    venv = colab_venv(root / "venv", wheel).parents[1]
+    import yaml
+
+    import bertflow_mini
+
+    repository = yaml.safe_load((REPO / "_config.yml").read_text())["repository"]["url"]
+    urls = [f"git+{repository}", f"git+{repository}@v{bertflow_mini.__version__}"]
+    env = kernel_env(
+        venv,
+        wheel,
+        urls,
+        {
+            "BERTFLOW_MODELS": str(shared / "models"),
+            "BERTFLOW_DATA": str(data),
+            "BERTFLOW_RELEASE": serve(release),
+        },
+    )
+    return {"env": env, "wheel": wheel, "venv": venv, "manifest": manifest}
 
 
 def run_chapter(

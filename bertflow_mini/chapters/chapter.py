@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
-import textwrap
 import warnings
 from typing import TypeVar
 
@@ -19,19 +17,14 @@ from bertflow_mini.chapters.plotting import set_style
 from bertflow_mini.data.pairs import MAX_PAIRS_ENV, max_pairs
 from bertflow_mini.encoders.names import (
     BOOK_MODEL,
+    PAPER_MODEL,
     build,
     default_model,
     is_glove,
     resolve_model,
-    why_default,
 )
 from bertflow_mini.encoders.sources import short_name
-from bertflow_mini.evaluation.measured import colab_budget
-
-#: Set to 1 (or true, yes) for a quick run, as ``setup(quick=True)``.
-QUICK_ENV = "BERTFLOW_QUICK"
-#: The model the Colab budget (``bf.colab_budget()``) was counted for.
-BUDGET_MODEL = "bert-base-uncased"
+from bertflow_mini.encoders.spec import parse_name
 
 #: A table :func:`rounded` accepts and returns.
 Table = TypeVar("Table", pd.DataFrame, pd.Series)
@@ -69,114 +62,33 @@ def where_from(source: str) -> str:
 
 #: The model of the running chapter (set by :func:`setup`), which :func:`claim` checks against.
 _STATE: dict[str, str] = {"model": BOOK_MODEL}
-#: The claims that did not hold on a model other than the book's: statement -> detail, in order.
-_NOTES: dict[str, str] = {}
-#: Whether claims keep their notes for :func:`claims_summary` instead of printing them.
-_GATHER: dict[str, bool] = {"on": False}
 
 
-def quick_requested(quick: bool | None = None) -> bool:
-    """Whether this run is a quick one: ``quick`` when given, else ``$BERTFLOW_QUICK``."""
-    if quick is not None:
-        return bool(quick)
-    raw = os.environ.get(QUICK_ENV, "").strip().lower()
-    if raw in ("", "0", "false", "no"):
-        return False
-    if raw in ("1", "true", "yes"):
-        return True
-    raise ValueError(f"${QUICK_ENV} must be 1/true/yes or 0/false/no, got {raw!r}")
+def setup(model: str | None = None, seed: int = 0) -> str:
+    """Seed, style, build the model when this machine makes it and has not yet (fetching the
+    book's released weights, else training, saying so and about how long), and print which model
+    runs, where it comes from and on which device; returns the model name.
 
-
-def quick_pairs() -> int:
-    """Pairs per split a quick run keeps: the cap the Colab budget chose so that every chapter
-    fits 30 minutes on Colab's CPU with bert-base (``bf.colab_budget().attrs["quick"]``)."""
-    return int(colab_budget().attrs["quick"]["pairs"])
-
-
-def chapter_number() -> str | None:
-    """The running notebook's two-digit chapter number, where the front end tells the kernel its
-    file (Jupyter Server's ``$JPY_SESSION_NAME``, ``__session__``, VS Code); else None."""
-    names = [os.environ.get("JPY_SESSION_NAME", "")]
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    except ImportError:  # plain Python
-        shell = None
-    if shell is not None:
-        names += [
-            str(shell.user_ns.get(k, "")) for k in ("__session__", "__vsc_ipynb_file__")
-        ]
-    for name in names:
-        if found := re.match(r"(\d\d)-", os.path.basename(name)):
-            return found.group(1)
-    return None
-
-
-def running_time(cap: int | None, chapter: str | None = None) -> str:
-    """The set-up's line on time for bert-base on a CPU: this chapter's (or every chapter's)
-    estimated minutes on Colab's CPU for a full run (``cap`` None) or a quick one, from the shipped
-    budget; a cap other than the quick run's has no estimate."""
-    budget = colab_budget()
-    chapter = chapter if chapter in budget.index else None
-    rows = budget.loc[[chapter]] if chapter else budget
-    where = f"chapter {int(chapter)}" if chapter else "a chapter"
-
-    def span(column: str) -> str:
-        low, high = round(rows[column].min()), round(rows[column].max())
-        return f"{high}" if low == high else f"{low}-{high}"
-
-    if cap is None:
-        return (
-            f"time  : {where} takes about {span('Colab CPU (min)')} min on Colab's CPU with "
-            f"{BUDGET_MODEL} (estimated; a T4 GPU about {span('T4 (min)')});\n"
-            f"        bf.setup(quick=True) runs the first {quick_pairs()} pairs of each split in "
-            f"about {span('quick CPU (min)')} min"
-        )
-    if cap == quick_pairs():
-        return (
-            f"time  : quick run (bf.setup(quick=True)): {where} takes about "
-            f"{span('quick CPU (min)')} min on Colab's CPU\n"
-            f"        with {BUDGET_MODEL} (estimated; the full run about {span('Colab CPU (min)')})"
-        )
-    return f"time  : no estimate for a cap of {cap} pairs (the quick run keeps {quick_pairs()})"
-
-
-def setup(
-    model: str | None = None,
-    seed: int = 0,
-    quick: bool | None = None,
-    chapter: str | None = None,
-) -> str:
-    """Seed, style, build the model when this machine makes it and has not yet (saying so and
-    about how long), and print which model runs, why, where it comes from and on which device;
-    returns the model name.
-
-    ``model=None`` picks :func:`bertflow_mini.encoders.names.default_model`: ``$BERTFLOW_MODEL_NAME`` if
-    set, else the book's ``scratch-bert`` where a local mirror is configured or the hub is out of
-    reach, else (Colab) the paper's ``bert-base-uncased``. A name given here always wins.
-
-    ``quick=True`` (or ``$BERTFLOW_QUICK=1``) makes a quick run for a CPU lab session: it sets
-    ``$BERTFLOW_MAX_PAIRS`` to :func:`quick_pairs`, so every data set keeps its first pairs and
-    the self-checks answer for that cap; the set-up says the numbers are a quick run's. With
-    bert-base on a CPU the set-up also prints the estimated minutes of ``chapter`` (its two-digit
-    number, as the Colab edition passes it; else :func:`chapter_number`, else every chapter's).
+    ``model=None`` is :func:`bertflow_mini.encoders.names.default_model`: the book's own
+    ``scratch-bert`` (or ``$BERTFLOW_MODEL_NAME``), whose outputs the prose describes;
+    ``setup("bert-base-uncased")`` runs the paper's model instead.
     """
-    if quick_requested(quick):
-        os.environ[MAX_PAIRS_ENV] = str(quick_pairs())
     seed_everything(seed)
     # transformers imports tqdm.auto, which warns when ipywidgets is missing; text bars are fine
     warnings.filterwarnings("ignore", message="IProgress not found")
     _inline_figures()
     set_style()
-    why = "named in the chapter" if model else why_default()
     model = model or default_model()
     _STATE["model"] = model
-    _NOTES.clear()
-    # the chapter's build step: pretraining or fine-tuning happens here, never in a lookup
+    # the chapter's build step: fetching, pretraining or fine-tuning happens here, never in a lookup
     build(model)
     source = (
         "GloVe word vectors" if is_glove(model) else where_from(resolve_model(model))
+    )
+    why = (
+        "the book's model: its outputs are the ones the text describes"
+        if short_name(model) == BOOK_MODEL
+        else f"the text describes {BOOK_MODEL}'s outputs; a sentence that does not hold here says so"
     )
     print(f"model : {model}  ({why}) [{source}]")
     data = (
@@ -187,14 +99,19 @@ def setup(
     print(f"data  : {data}")
     if max_pairs() is not None:
         print(
-            f"data  : only the first {max_pairs()} pairs of each split (${MAX_PAIRS_ENV}): a quick run, "
+            f"data  : only the first {max_pairs()} pairs of each split (${MAX_PAIRS_ENV}): "
             "not the book's numbers"
         )
     print(
         f"device: {default_device()}   torch {torch.__version__.split('+')[0]}   seed {seed}"
     )
-    if short_name(model) == BUDGET_MODEL and default_device() == "cpu":
-        print(running_time(max_pairs(), chapter or chapter_number()))
+    spec = parse_name(short_name(model))
+    bert_base = spec.kind == "multiberts" or PAPER_MODEL in (spec.name, spec.base)
+    if bert_base and default_device() == "cpu":
+        print(
+            f"note  : {model} is bert-base's size; on a CPU a chapter may take an hour "
+            "(in Colab: Runtime > Change runtime type > a GPU)"
+        )
     return model
 
 
@@ -212,8 +129,8 @@ def claim(holds: bool, statement: str, detail: object = "") -> bool:
     outputs just printed.
 
     For the book's own model (the one the prose was written for) a false claim fails the chapter
-    with :class:`ClaimError`; for any other model it prints a visible note (or, after
-    :func:`gather_claims`, keeps it for :func:`claims_summary`) and the chapter goes on.
+    with :class:`ClaimError`; for any other model it prints a note right under the cell and the
+    chapter goes on.
     Returns ``holds``, so a cell can choose its wording from it.
     """
     holds = bool(holds)
@@ -225,53 +142,12 @@ def claim(holds: bool, statement: str, detail: object = "") -> bool:
         raise ClaimError(
             f"the prose says: {message} — and for {model} it no longer holds"
         )
-    _NOTES[statement] = str(detail)  # chapters pass dicts and tables too
-    if _GATHER["on"]:
-        return False
     print(
         f"NOTE: the text says '{statement}', written for {BOOK_MODEL}; on {model} this does not hold"
         + (f": {detail}" if detail else "")
         + "."
     )
     return False
-
-
-def gather_claims(on: bool = True) -> None:
-    """Keep the notes of claims that fail on another model for :func:`claims_summary` instead of
-    printing each where it fails: the Colab edition reads as one text, then lists what differs."""
-    _GATHER["on"] = on
-
-
-def claims_summary(max_lines: int = 12) -> None:
-    """Print, once, which sentences of the text (written for the book's model) do not hold on the
-    model this run set up, each with what was measured (at most ``max_lines`` lines of it)."""
-    model = _STATE["model"]
-    if short_name(model) == BOOK_MODEL:
-        print(
-            f"This run uses {model}, the model the text was written for: every sentence "
-            "the hidden checks guard held (one that did not would have stopped the chapter)."
-        )
-        return
-    if not _NOTES:
-        print(f"Every sentence the hidden checks guard holds on {model} as well.")
-        return
-    n = len(_NOTES)
-    print(
-        f"What differs on {model}: {n} sentence{'s' * (n > 1)} of the text, written for "
-        f"{BOOK_MODEL}, {'do' if n > 1 else 'does'} not hold here."
-    )
-    for i, (statement, detail) in enumerate(_NOTES.items(), 1):
-        print(f"\n{i}. {statement}")
-        # each measured line wrapped to the width of a notebook's output
-        lines = [
-            part
-            for line in detail.splitlines()
-            for part in textwrap.wrap(line, 96, subsequent_indent="  ") or [""]
-        ]
-        for line in lines[:max_lines]:
-            print(f"   {line}")
-        if (more := len(lines) - max_lines) > 0:
-            print(f"   ... ({more} more line{'s' * (more > 1)})")
 
 
 def glue(name: str, value: object, display: bool = True) -> None:

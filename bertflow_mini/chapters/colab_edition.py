@@ -4,9 +4,8 @@ The Colab edition is the chapter without outputs (a reader runs it; the book's o
 on another model) and without MyST (:mod:`bertflow_mini.chapters.myst_markdown`). Its install line
 pins the release the :class:`~bertflow_mini.chapters.myst_markdown.BookSite` names. Cells the HTML
 book hides become Colab form cells (``# @title`` and ``cellView: form``: the code folded under a
-title, as Colab folds its own hidden cells). The checks behind the text keep their notes
-(:func:`~bertflow_mini.chapters.chapter.gather_claims`) and a last section prints one summary of
-what differs on the reader's model. The student edition is the Colab edition without solutions:
+title, as Colab folds its own hidden cells); a check behind the text that fails on the reader's
+model prints its note right under its cell. The student edition is the Colab edition without solutions:
 dropdowns titled "Solution" (or ``{solution}`` directives), cells tagged ``solution``, and in the
 Exercises section the cells tagged ``hide-cell`` or ``remove-cell``; nbgrader's ``### BEGIN
 SOLUTION`` … ``### END SOLUTION`` lines become ``# YOUR CODE HERE``. Each self-check an exercise
@@ -20,7 +19,7 @@ import re
 
 import nbformat
 
-from bertflow_mini.chapters.myst_markdown import BOOK_VALUE, BookSite, Page, to_markdown
+from bertflow_mini.chapters.myst_markdown import BookSite, Page, to_markdown
 
 INSTALL = re.compile(r"^(\s*)%pip install .*bertflow_mini @ git\+.*$", re.M)
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
@@ -100,12 +99,7 @@ def _own_title(cell: nbformat.NotebookNode, default: str) -> str:
 
 
 def _note(
-    site: BookSite,
-    title: str,
-    docname: str,
-    student: bool,
-    has_model: bool,
-    marks: bool = True,
+    site: BookSite, title: str, docname: str, student: bool, has_model: bool
 ) -> str:
     """The note that opens an edition: where it comes from, and how to read it."""
     lines = [
@@ -115,22 +109,12 @@ def _note(
         "title have their code folded; *Show code* opens it.",
     ]
     if has_model:
-        numbers = (
-            f"those filled into the text from the book's run are marked {BOOK_VALUE}, the "
-            "others are typed into the prose (unmarked, but `scratch-bert`'s too, unless the "
-            "text names another model or a paper)"
-            if marks
-            else "they are typed into the prose (`scratch-bert`'s unless the text names "
-            "another model or a paper)"
-        )
         lines.append(
-            "It runs on the model the set-up cell picks (in Colab, `bert-base-uncased`); the "
-            "text was written for the book's own model, `scratch-bert`, and every measured "
-            "number in it is `scratch-bert`'s, as the HTML book prints it: "
-            f"{numbers}. Your run prints its own numbers in the outputs. Hidden checks compare the "
-            "text with what your run "
-            "measures, and the last section, *What differs on your model*, lists each sentence "
-            "that does not hold on yours."
+            "It runs the book's own model, `scratch-bert` (its released weights, fetched on first "
+            "use), so your outputs are the ones the text describes. "
+            '`bf.setup("bert-base-uncased")` in the set-up cell runs the paper\'s model instead '
+            "(choose a GPU runtime); then a sentence of the text that does not hold on it prints "
+            "a NOTE under its cell."
         )
     if student:
         lines.append(
@@ -218,47 +202,16 @@ def _code_cell(cell, page: Page, where: _Chapter) -> list:
     return [cell]
 
 
-def _set_up(cell, docname: str, site: BookSite, has_model: bool) -> list:
-    """The first code cell with its install pinned, and the hidden cell that gathers claims."""
+def _set_up(cell, docname: str, site: BookSite) -> list:
+    """The first code cell, its install pinned to the release."""
     pinned = f'%pip install -q "bertflow_mini @ git+{site.repository}@{site.tag}"'
     cell.source, n = INSTALL.subn(lambda m: m.group(1) + pinned, cell.source)
     if n != 1:
         raise ValueError(
             f"{docname}: the first code cell has no `%pip install` line of the package"
         )
-    # a chapter's number, so that the set-up can print that chapter's estimated minutes
-    number = re.match(r"(\d\d)-", docname.rsplit("/", 1)[-1])
-    line = re.search(
-        r"^(?P<indent>[ \t]*)(?P<code>.*?\bbf\.setup\(\).*?)(?P<comment>[ \t]+#.*)?$",
-        cell.source,
-        re.M,
-    )
-    if number and line:
-        code = line["code"].replace("bf.setup()", f'bf.setup(chapter="{number[1]}")', 1)
-        # its end-of-line comment moves above it, so that the longer call stays in 88 columns
-        above = (
-            f"{line['indent']}{line['comment'].strip()}\n" if line["comment"] else ""
-        )
-        cell.source = (
-            cell.source[: line.start()]
-            + above
-            + line["indent"]
-            + code
-            + cell.source[line.end() :]
-        )
     cell.outputs, cell.execution_count, cell.metadata = [], None, {}
-    if not has_model:
-        return [cell]
-    gather = _code(
-        "from bertflow_mini.chapters.chapter import gather_claims\n\ngather_claims()",
-        "edition-gather",
-    )
-    _fold(
-        gather,
-        "The checks behind the text keep their notes for the summary at the end",
-        outputs_hidden=False,
-    )
-    return [cell, gather]
+    return [cell]
 
 
 def build_edition(
@@ -273,7 +226,6 @@ def build_edition(
         docname=docname,
         glued=glued_values(nb),
         student=student,
-        mark_book_values=has_model,
     )
     all_markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     where, cells, code_seen = _Chapter(), [], False
@@ -285,18 +237,13 @@ def build_edition(
                 len(cells) == 1
             ):  # the title: the note on this edition comes right after it
                 exercises = student and HAS_EXERCISES.search(all_markdown)
-                marks = bool(re.search(r"\{glue:text\}`", all_markdown))
-                note = _note(
-                    site, _title(cell), docname, bool(exercises), has_model, marks
-                )
+                note = _note(site, _title(cell), docname, bool(exercises), has_model)
                 cells.append(_markdown(note, "edition-note"))
         elif cell.cell_type == "code" and not code_seen:
-            cells += _set_up(cell, docname, site, has_model)
+            cells += _set_up(cell, docname, site)
             code_seen = True
         elif cell.cell_type == "code":
             cells += _code_cell(cell, page, where)
-    if has_model:
-        cells = _with_summary(cells)
     out = nbformat.v4.new_notebook(cells=cells)
     python = {"name": "python3", "display_name": "Python 3", "language": "python"}
     out.metadata = {
@@ -311,49 +258,3 @@ def build_edition(
 def _title(cell: nbformat.NotebookNode) -> str:
     m = HEADING.search(cell.source)
     return m.group(2) if m else "this chapter"
-
-
-def _with_summary(cells: list) -> list:
-    """``cells`` with the section "What differs on your model" before the References."""
-    at = next(
-        (
-            i
-            for i, c in enumerate(cells)
-            if c.cell_type == "markdown"
-            and re.search(r"^#{1,6}\s+References\b", c.source, re.M)
-        ),
-        None,
-    )
-    summary = [
-        _markdown(
-            "## What differs on your model\n\n"
-            "The hidden checks compared each sentence of the text that states a number, a ranking "
-            "or a direction with what this run measured. The cell below lists those that do not "
-            "hold on the model you ran (on the book's own `scratch-bert`, all hold).",
-            "edition-summary-text",
-        ),
-        _code(
-            "from bertflow_mini.chapters.chapter import claims_summary\n\nclaims_summary()",
-            "edition-summary",
-        ),
-    ]
-    if at is None:
-        return cells + summary
-    text = cells[at].source
-    heading = re.search(r"^#{1,6}\s+References\b", text, re.M)
-    if heading is None:
-        raise ValueError(
-            f"cell {at} was taken for the References cell but has no such heading"
-        )
-    split = heading.start()
-    before, references = text[:split].rstrip(), text[split:]
-    head = cells[:at]
-    if before:
-        cells[at].source = before
-        head.append(cells[at])
-    return [
-        *head,
-        *summary,
-        _markdown(references, "edition-references"),
-        *cells[at + 1 :],
-    ]

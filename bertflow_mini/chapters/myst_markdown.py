@@ -19,9 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-#: What marks a glued value in the Colab edition (the edition's first note explains it).
-BOOK_VALUE = "<sup>book</sup>"
-
 ROLE = re.compile(r"\{([a-zA-Z][\w:+-]*)\}`([^`]+)`")
 FENCE = re.compile(r"^( {0,3})(`{3,}|:{3,})\s*(.*?)\s*$")
 DIRECTIVE = re.compile(r"^\{([\w:-]+)\}\s*(.*)$")
@@ -103,9 +100,6 @@ class Page:
     ]  # glue name -> the value's text/plain, as the chapter stored it
     student: bool = False  # the student edition: solutions left out
     cited: list[str] = field(default_factory=list)
-    # mark glued values as the book's run's: not on a page with no model, where they are
-    # read from shipped results and so the same in every run
-    mark_book_values: bool = True
 
 
 def glossary_anchor(term: str) -> str:
@@ -129,8 +123,7 @@ def glue_text(page: Page, spec: str) -> str:
             f"{page.docname}: {{glue}} `{key}` has no stored value (glued in no cell output: "
             "execute the chapter before generating its editions)"
         )
-    mark = BOOK_VALUE if page.mark_book_values else ""
-    return format_plain_text(page.glued[key], fmt or "s") + mark
+    return format_plain_text(page.glued[key], fmt or "s")
 
 
 def _target(content: str) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from bertflow_mini._device import default_device
-from bertflow_mini.encoders import pretrain, simcse
+from bertflow_mini.encoders import pretrain, release, simcse
 from bertflow_mini.encoders.cache import weights_fingerprint
 from bertflow_mini.encoders.encoder import Encoder
 from bertflow_mini.encoders.loading import load_from, load_glove_encoder
@@ -32,9 +32,7 @@ from bertflow_mini.encoders.random_init import (  # noqa: F401 (parameter_count:
 )
 from bertflow_mini.encoders.runs import NotBuiltError
 from bertflow_mini.encoders.sources import (
-    MODELS_ENV,
     hub_id,
-    hub_reachable,
     is_glove,
     local_folder,
     short_name,
@@ -47,7 +45,7 @@ from bertflow_mini.encoders.spec import (  # noqa: F401 (MULTIBERTS_STEPS: re-ex
     parse_name,
 )
 
-#: The model the book's pages are computed with, and the paper's model (where the hub is reachable).
+#: The model the book's pages are computed with, and the paper's model (one switch away).
 BOOK_MODEL = pretrain.NAME
 PAPER_MODEL = "bert-base-uncased"
 #: A small BERT-style encoder fine-tuned for similarity: the book's contrast.
@@ -57,28 +55,9 @@ MODEL_ENV = "BERTFLOW_MODEL_NAME"
 
 
 def default_model() -> str:
-    """The model a chapter or command uses when none is named.
-
-    ``$BERTFLOW_MODEL_NAME`` when set; else the book's own ``scratch-bert`` where a local mirror is
-    configured (the project's machines, CI) or the hub cannot be reached; else — Colab, a laptop
-    online — the paper's ``bert-base-uncased``.
-    """
-    if os.environ.get(MODEL_ENV):
-        return os.environ[MODEL_ENV]
-    if os.environ.get(MODELS_ENV) or not hub_reachable():
-        return BOOK_MODEL
-    return PAPER_MODEL
-
-
-def why_default() -> str:
-    """One line saying why :func:`default_model` chose what it chose."""
-    if os.environ.get(MODEL_ENV):
-        return f"${MODEL_ENV} names it"
-    if os.environ.get(MODELS_ENV):
-        return f"a local mirror is configured (${MODELS_ENV}): the book's own model"
-    if not hub_reachable():
-        return "the Hugging Face hub is unreachable: the book's own model, trained here"
-    return "the hub is reachable and no mirror is configured: the paper's model"
+    """The model a chapter or command uses when none is named: ``$BERTFLOW_MODEL_NAME`` when set,
+    else the book's own ``scratch-bert`` (Colab included), the model the prose was written for."""
+    return os.environ.get(MODEL_ENV) or BOOK_MODEL
 
 
 def checkpoints_along_training(model: str) -> list[tuple[str, str]]:
@@ -158,8 +137,9 @@ def _simcse_folder(spec: ModelSpec, must_exist: bool) -> Path:
 
 
 def build(name: str, *, progress: bool = True) -> None:
-    """Build ``name`` where this machine makes it: pretrain ``scratch-bert``, fine-tune a
-    ``+simcse`` run (its base first), initialise an ``@0`` control; each says what it does and
+    """Build ``name`` where this machine makes it: ``scratch-bert`` and its ``+simcse`` runs are
+    fetched from the book's release (:mod:`bertflow_mini.encoders.release`), else pretrained or
+    fine-tuned here (the base first); an ``@0`` control is initialised. Each says what it does and
     about how long. A name already built, mirrored or on the hub returns at once."""
     name = str(name)
     if is_glove(name) or local_folder(name) is not None:
@@ -171,7 +151,8 @@ def build(name: str, *, progress: bool = True) -> None:
         random_init(spec.base, spec.seed, spec.init)
     elif spec.kind == "simcse":
         build(spec.base, progress=progress)
-        if not _simcse_folder(spec, must_exist=False).is_dir():
+        folder = _simcse_folder(spec, must_exist=False)
+        if not folder.is_dir() and not release.fetch(folder, progress=progress):
             base_source = resolve_model(spec.base)
             base = load_from(base_source, spec.base)
             simcse.train_and_save(base, simcse.config_for(spec.seed), progress=progress)

@@ -33,6 +33,7 @@ from bertflow_mini._device import cuda_devices, default_device
 from bertflow_mini._io import atomic_dir
 from bertflow_mini._threads import TRAINING_THREADS, torch_threads
 from bertflow_mini.data.corpus import corpus_sentences, split_held_out, unigram_entropy
+from bertflow_mini.encoders import release
 from bertflow_mini.encoders.mlm import (
     MASK_RATE,
     MLMData,
@@ -251,13 +252,14 @@ def checkpoint_folder(name: str = NAME, recipe: Recipe | None = None) -> Path:
 def checkpoint(
     name: str = NAME, recipe: Recipe | None = None, *, progress: bool = True
 ) -> Path:
-    """:func:`checkpoint_folder`, pretraining first (saying how long that takes) when it is not
-    cached: the build step of ``scratch-bert``."""
+    """:func:`checkpoint_folder`, built first when it is not cached: the book's released weights
+    fetched (:func:`bertflow_mini.encoders.release.fetch`), else pretrained here (saying how long
+    that takes). The build step of ``scratch-bert``."""
     recipe = recipe or DEFAULT
     folder = run_dir(recipe) / f"pct-{_percent(name):03d}"
-    if not folder.is_dir():
+    if not folder.is_dir() and not release.fetch(run_dir(recipe), progress=progress):
         print(
-            f"{NAME}: no checkpoint for this recipe in {run_dir(recipe).parent}; pretraining it now "
+            f"{NAME}: not in the cache nor in the book's release; pretraining it now "
             f"(about {minutes(recipe):.0f} minutes on a 2-core CPU) …",
             flush=True,
         )

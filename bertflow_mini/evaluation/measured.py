@@ -16,9 +16,9 @@ into a checkout:
   ``pretrain-seeds-dictionary.json``
 * ``scale.json``  scratch-bert's scale curve (``experiments/scale_curve.py``):
   :func:`scale_curve`
-* ``colab-budget.json``  each chapter's work with bert-base-uncased, counted in the
-  simulated Colab run and turned into minutes on a T4 and on Colab's CPU
-  (``benchmarks/bench_colab.py``): :func:`colab_budget`
+* ``colab-minutes.json``  each chapter's Colab edition timed as a reader runs it on the
+  book's model, in the simulated Colab runtime (``benchmarks/bench_colab.py``):
+  :func:`colab_minutes`
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "COLAB_BUDGET_FILE",
+    "COLAB_MINUTES_FILE",
     "CONTROLS_FILE",
     "DICTIONARY_SEEDS_FILE",
     "EARNED_FILE",
     "PRETRAIN_SEEDS_FILE",
     "RESULTS",
     "SCALE_FILE",
-    "colab_budget",
+    "colab_minutes",
     "controls_table",
     "earned_table",
     "is_file",
@@ -62,8 +62,8 @@ PRETRAIN_SEEDS_FILE = RESULTS / "pretrain-seeds.json"
 DICTIONARY_SEEDS_FILE = RESULTS / "pretrain-seeds-dictionary.json"
 #: scratch-bert's scale curve (``experiments/scale_curve.py``).
 SCALE_FILE = RESULTS / "scale.json"
-#: The Colab budget per chapter (``benchmarks/bench_colab.py``).
-COLAB_BUDGET_FILE = RESULTS / "colab-budget.json"
+#: Each chapter's minutes in the simulated Colab runtime (``benchmarks/bench_colab.py``).
+COLAB_MINUTES_FILE = RESULTS / "colab-minutes.json"
 
 Source = str | PathLike | Traversable
 
@@ -133,40 +133,16 @@ def earned_table(source: Source = EARNED_FILE) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(text), skiprows=1 if text.startswith("#") else 0)
 
 
-def colab_budget(source: Source = COLAB_BUDGET_FILE) -> pd.DataFrame:
-    """One row per chapter, indexed by its two-digit number: the work a Colab reader's
-    run does with bert-base-uncased (tokens through a bert-base-shaped network, flow
-    fits at 768 wide, checkpoints downloaded) and the minutes it is estimated to take
-    on a T4 and on Colab's CPU, from the counts and the rates measured beside them, and
-    on Colab's CPU for a quick run (``bf.setup(quick=True)``). ``table.attrs`` holds
-    those rates (``throughput``), the assumptions (``assumed``), the goals
-    (``budget_s``), the quick run's cap (``quick``: ``pairs`` per split) and, per chapter,
-    the quick run's minutes of other work counted on narrower stand-in networks
-    (``quick_lower_bound_min``: a lower bound on that part)."""
-    data = read_json(source, "the Colab budget (benchmarks/bench_colab.py)")
-    rows = {
-        number: {
-            "bert-base tokens (M)": c["bert_base_tokens"] / 1e6,
-            "768-wide flow fits": c["fits_768"],
-            "download (GB)": c["gb"],
-            "T4 (min)": c["t4_s"]["total"] / 60,
-            "Colab CPU (min)": c["cpu_s"]["total"] / 60,
-            "quick CPU (min)": c["quick_cpu_s"]["total"] / 60,
-        }
-        for number, c in data["chapters"].items()
-    }
-    table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("chapter")
-    minutes = table[["T4 (min)", "Colab CPU (min)", "quick CPU (min)"]].to_numpy(
-        np.float64
+def colab_minutes(source: Source = COLAB_MINUTES_FILE) -> pd.Series:
+    """Each chapter's wall-clock minutes as a Colab reader runs it on the book's model, indexed by
+    its two-digit number; ``attrs["machine"]`` says on which CPU and how many cores."""
+    data = read_json(source, "the chapters' Colab minutes (benchmarks/bench_colab.py)")
+    minutes = pd.Series(data["chapters"], name="minutes", dtype=float).rename_axis(
+        "chapter"
     )
-    if not np.isfinite(minutes).all() or (minutes < 0).any():
-        raise ValueError(f"{source}: a chapter's minutes are NaN, infinite or negative")
-    goals = data["budget_s"]
-    table["meets T4 goal"] = table["T4 (min)"] <= goals["gpu"] / 60
-    table["meets CPU goal"] = table["Colab CPU (min)"] <= goals["cpu"] / 60
-    table = table.sort_index()
-    table.attrs = {k: data[k] for k in ("throughput", "assumed", "budget_s", "quick")}
-    table.attrs["quick_lower_bound_min"] = {
-        number: c["quick_cpu_s"]["other"] / 60 for number, c in data["chapters"].items()
-    }
-    return table
+    if not np.isfinite(minutes).all() or (minutes <= 0).any():
+        raise ValueError(
+            f"{source}: a chapter's minutes are NaN, infinite or not positive"
+        )
+    minutes.attrs = {"machine": data["machine"]}
+    return minutes.sort_index()

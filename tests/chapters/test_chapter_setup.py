@@ -33,11 +33,38 @@ def test_seed_everything_seeds_python_numpy_and_torch():
     assert all(a != b for a, b in zip(draws(), want))
 
 
+NOT_THE_BOOKS = "the text describes scratch-bert's outputs; a sentence that does not hold here says so"
+
+
+@pytest.fixture
+def scratch_bert_cache(tiny_bert_dir, tmp_path, monkeypatch):
+    """A mirror holding tiny-bert but not scratch-bert, whose pretrained checkpoint the test's
+    private cache (conftest) holds, as a run on this machine leaves it (tiny-bert stands in)."""
+    import shutil
+
+    from bertflow_mini._io import cache_dir
+    from bertflow_mini.chapters import chapter as chapter_setup
+    from bertflow_mini.data.pairs import MAX_PAIRS_ENV
+    from bertflow_mini.encoders.pretrain import DEFAULT, run_dir
+
+    mirror = tmp_path / "mirror"
+    shutil.copytree(tiny_bert_dir, mirror / "tiny-bert")
+    monkeypatch.setenv("BERTFLOW_MODELS", str(mirror))
+    assert run_dir(DEFAULT).is_relative_to(cache_dir())
+    shutil.copytree(tiny_bert_dir, run_dir(DEFAULT) / "pct-100")
+    monkeypatch.delenv("BERTFLOW_MODEL_NAME", raising=False)
+    monkeypatch.delenv(MAX_PAIRS_ENV, raising=False)
+    # the chapter's model is set back to the book's, whatever setup() the test ran
+    monkeypatch.setitem(chapter_setup._STATE, "model", chapter_setup.current_model())
+    return chapter_setup
+
+
 def test_setup_with_the_mirror_names_model_data_device_and_seeds(
     tiny_bert_dir, monkeypatch, capsys
 ):
     monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
     monkeypatch.setenv("BERTFLOW_DATA", "/some/mirror")
+    monkeypatch.delenv("BERTFLOW_MAX_PAIRS", raising=False)
     random.seed(99)  # whatever state a previous cell left
     assert setup("tiny-bert", seed=3) == "tiny-bert"
     after_setup = draws()
@@ -45,9 +72,8 @@ def test_setup_with_the_mirror_names_model_data_device_and_seeds(
     # setup(seed=3) left every generator exactly as seed_everything(3) does
     assert after_setup == draws()
     lines = capsys.readouterr().out.splitlines()
-    assert (
-        lines[0]
-        == "model : tiny-bert  (named in the chapter) [local mirror ($BERTFLOW_MODELS)]"
+    assert lines[0] == (
+        f"model : tiny-bert  ({NOT_THE_BOOKS}) [local mirror ($BERTFLOW_MODELS)]"
     )
     assert lines[1] == "data  : local mirror ($BERTFLOW_DATA)"
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -69,143 +95,98 @@ def test_setup_without_a_mirror_says_the_hub_and_the_download_urls(
     monkeypatch.delenv("BERTFLOW_DATA")
     assert setup("bert-base-uncased") == "bert-base-uncased"
     out = capsys.readouterr().out.splitlines()
-    assert (
-        out[0]
-        == "model : bert-base-uncased  (named in the chapter) [Hugging Face hub (bert-base-uncased)]"
+    assert out[0] == (
+        f"model : bert-base-uncased  ({NOT_THE_BOOKS}) [Hugging Face hub (bert-base-uncased)]"
     )
     assert out[1] == "data  : the hub / official URLs (cached)"
 
 
 def test_setup_default_is_scratch_bert_from_this_machines_cache(
-    tiny_bert_dir, tmp_path, monkeypatch, capsys
+    scratch_bert_cache, monkeypatch, capsys
 ):
-    import shutil
-
     from bertflow_mini._io import cache_dir
-    from bertflow_mini.encoders.pretrain import DEFAULT, run_dir
 
-    (tmp_path / "mirror").mkdir()
-    # a mirror without scratch-bert
-    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path / "mirror"))
-    # the test's private cache (conftest)
-    assert run_dir(DEFAULT).is_relative_to(cache_dir())
-    # stands in for the pretrained one
-    shutil.copytree(tiny_bert_dir, run_dir(DEFAULT) / "pct-100")
-    monkeypatch.delenv("BERTFLOW_MODEL_NAME", raising=False)
+    # on a CPU too: the book's model needs no advice on the runtime
+    monkeypatch.setattr(scratch_bert_cache, "default_device", lambda: "cpu")
     assert setup() == "scratch-bert"
-    first = capsys.readouterr().out.splitlines()[0]
-    # no cache path: nothing a reader can open
-    assert first == (
-        "model : scratch-bert  (a local mirror is configured ($BERTFLOW_MODELS): the book's own model) "
-        "[built on this machine]"
-    )
-
-
-def test_the_default_model_is_the_env_var_then_the_book_model_offline_then_bert_base_in_colab(
-    monkeypatch,
-):
-    from bertflow_mini.encoders import names
-
-    monkeypatch.setenv("BERTFLOW_MODEL_NAME", "all-MiniLM-L6-v2")
-    assert (
-        names.default_model() == "all-MiniLM-L6-v2"
-        and "BERTFLOW_MODEL_NAME" in names.why_default()
-    )
-    monkeypatch.delenv("BERTFLOW_MODEL_NAME")
-    monkeypatch.setenv("BERTFLOW_MODELS", "/a/mirror")
-    monkeypatch.setattr(names, "hub_reachable", lambda: True)
-    # a mirror is configured: the project's machines, CI
-    assert names.default_model() == "scratch-bert"
-    monkeypatch.delenv("BERTFLOW_MODELS")
-    # Colab: no mirror, the hub answers
-    assert names.default_model() == "bert-base-uncased"
-    monkeypatch.setattr(names, "hub_reachable", lambda: False)
-    # offline without a mirror: trained here
-    assert names.default_model() == "scratch-bert"
-
-
-def test_a_claim_fails_the_chapter_for_the_book_model_and_is_a_visible_note_for_any_other(
-    capsys,
-):
-    from bertflow_mini.chapters import chapter as chapter_setup
-    from bertflow_mini.chapters.chapter import ClaimError, claim
-
-    chapter_setup._STATE["model"] = "scratch-bert"
-    assert claim(2 > 1, "two beats one") is True
-    with pytest.raises(
-        ClaimError, match="the control beats the model.*no longer holds"
-    ):
-        claim(False, "the control beats the model", "66.2 vs 63.8")
-    chapter_setup._STATE["model"] = "bert-base-uncased"
-    assert claim(False, "the control beats the model", "63.0 vs 67.1") is False
-    out = capsys.readouterr().out
-    assert out.startswith(
-        "NOTE: the text says 'the control beats the model', written for scratch-bert; "
-        "on bert-base-uncased this does not hold: 63.0 vs 67.1"
-    )
-    chapter_setup._STATE["model"] = "scratch-bert"
-
-
-def test_gathered_claims_print_nothing_where_they_fail_and_one_summary_at_the_end(
-    capsys,
-):
-    from bertflow_mini.chapters import chapter as chapter_setup
-    from bertflow_mini.chapters.chapter import claim, claims_summary, gather_claims
-
-    chapter_setup._STATE["model"] = "bert-base-uncased"
-    chapter_setup._NOTES.clear()
-    gather_claims()
-    try:
-        assert claim(True, "three beats two") is True
-        assert claim(False, "the control beats the model", "63.0 vs 67.1") is False
-        assert claim(False, "the cone is wide", "row 1\nrow 2\nrow 3") is False
-        assert claim(False, "a dict as detail", {"a": 1.5, "b": "x" * 100}) is False
-        # a reader re-running a cell: the same sentence once, with the latest measurement
-        assert claim(False, "the control beats the model", "62.9 vs 67.1") is False
-        assert capsys.readouterr().out == ""
-        claims_summary(max_lines=2)
-    finally:
-        gather_claims(False)
-        chapter_setup._STATE["model"] = "scratch-bert"
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[:9] == [
-        "What differs on bert-base-uncased: 3 sentences of the text, written for "
-        "scratch-bert, do not hold here.",
-        "",
-        "1. the control beats the model",
-        "   62.9 vs 67.1",
-        "",
-        "2. the cone is wide",
-        "   row 1",
-        "   row 2",
-        "   ... (1 more line)",
-    ]
-    # a long detail is wrapped to a notebook's width, and nothing of it is lost
-    assert lines[10] == "3. a dict as detail"
-    assert all(len(line) <= 99 for line in lines[11:])
-    wrapped = "".join(line.strip() for line in lines[11:]).replace(" ", "")
-    assert wrapped == str({"a": 1.5, "b": "x" * 100}).replace(" ", "")
-    assert "three beats two" not in out
-    claims_summary()  # the book's own model: every claim held, or the chapter stopped
-    assert "the model the text was written for" in capsys.readouterr().out
-
-
-def test_setup_starts_a_chapter_with_no_gathered_notes(monkeypatch, capsys):
-    from bertflow_mini.chapters import chapter as chapter_setup
-
-    chapter_setup._NOTES["left over from another chapter"] = ""
-    monkeypatch.setenv("BERTFLOW_MODEL_NAME", "bert-base-uncased")
-    monkeypatch.setattr(chapter_setup, "resolve_model", lambda name: "hub-name")
-    try:
-        chapter_setup.setup()
-        capsys.readouterr()
-        chapter_setup.claims_summary()
-    finally:
-        chapter_setup._STATE["model"] = "scratch-bert"
-    assert capsys.readouterr().out == (
-        "Every sentence the hidden checks guard holds on bert-base-uncased as well.\n"
+    assert lines[0] == (
+        "model : scratch-bert  (the book's model: its outputs are the ones the text describes) "
+        "[built on this machine]"
     )
+    # no cache path: nothing a reader can open
+    assert str(cache_dir()) not in out and "/" not in lines[0]
+    assert len(lines) == 3 and lines[2].startswith("device: cpu")
+
+
+def test_setup_runs_the_model_the_variable_names(
+    scratch_bert_cache, monkeypatch, capsys
+):
+    monkeypatch.setenv("BERTFLOW_MODEL_NAME", "tiny-bert")
+    assert setup() == "tiny-bert" == scratch_bert_cache.current_model()
+    assert capsys.readouterr().out.startswith(f"model : tiny-bert  ({NOT_THE_BOOKS})")
+    # a name given in the chapter wins over the variable
+    assert setup("scratch-bert") == "scratch-bert" == scratch_bert_cache.current_model()
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_another_model_on_a_cpu_gets_a_note_to_choose_a_gpu_runtime(
+    scratch_bert_cache, monkeypatch, capsys, device
+):
+    monkeypatch.setattr(scratch_bert_cache, "default_device", lambda: device)
+    setup("tiny-bert")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].startswith(f"device: {device} ")
+    notes = lines[3:]
+    if device == "cuda":
+        assert notes == []
+    else:
+        assert len(notes) == 1 and notes[0].startswith("note  : tiny-bert ")
+        assert "GPU" in notes[0]
+
+
+def test_a_cap_on_the_pairs_is_said_to_give_other_numbers_than_the_books(
+    scratch_bert_cache, monkeypatch, capsys
+):
+    monkeypatch.setenv("BERTFLOW_MAX_PAIRS", "100")
+    setup()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].startswith("data  : only the first 100 pairs of each split")
+    assert lines[2].endswith("not the book's numbers")
+    assert lines[3].startswith("device: ")
+
+
+def test_a_failing_claim_stops_the_book_model_and_prints_its_note_at_once_for_another(
+    scratch_bert_cache, capsys
+):
+    from bertflow_mini.chapters.chapter import ClaimError, claim
+
+    setup("tiny-bert")
+    capsys.readouterr()
+    assert claim(2 > 1, "two beats one") is True
+    assert capsys.readouterr().out == ""
+    # each note is printed where its claim fails, under the cell, not kept for later
+    assert claim(False, "the control beats the model", "63.0 vs 67.1") is False
+    first = capsys.readouterr().out
+    assert first.startswith("NOTE: ") and first.count("\n") == 1
+    for said in (
+        "'the control beats the model'",
+        "scratch-bert",
+        "tiny-bert",
+        "63.0 vs 67.1",
+    ):
+        assert said in first
+    assert claim(False, "the cone is wide", {"mean cosine": 0.2}) is False
+    second = capsys.readouterr().out
+    assert "'the cone is wide'" in second and "{'mean cosine': 0.2}" in second
+    # the book's model: the prose was written for it, so a false sentence stops the chapter
+    setup()
+    capsys.readouterr()
+    assert claim(True, "two beats one") is True
+    with pytest.raises(ClaimError, match="the control beats the model.*66.2 vs 63.8"):
+        claim(False, "the control beats the model", "66.2 vs 63.8")
+    assert capsys.readouterr().out == ""
 
 
 def test_glue_uses_myst_nb_when_installed_and_only_displays_without_it(monkeypatch):
@@ -279,111 +260,3 @@ def test_rounded_prints_no_negative_zero():
     assert "-0.0" in frame.round(2).to_string()
     series = rounded(pd.Series([-1e-9, 3.14159]), 3)
     assert series.tolist() == [0.0, 3.142] and not np.signbit(series.iloc[0])
-
-
-def shipped_budget() -> dict:
-    """The shipped Colab budget, read as JSON (the oracle for the set-up's time line)."""
-    import json
-    from importlib.resources import files
-
-    text = (
-        files("bertflow_mini.evaluation") / "results" / "colab-budget.json"
-    ).read_text()
-    return json.loads(text)
-
-
-@pytest.fixture
-def cpu_without_cap(monkeypatch, tmp_path):
-    """bert-base on a CPU with no mirror and no cap; the cap setup() may set is undone after."""
-    from bertflow_mini.chapters import chapter as chapter_setup
-    from bertflow_mini.data.pairs import MAX_PAIRS_ENV
-
-    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
-    monkeypatch.delenv("BERTFLOW_DATA", raising=False)
-    # recorded first, so that the cap setup() writes is removed afterwards
-    monkeypatch.setenv(MAX_PAIRS_ENV, "1")
-    monkeypatch.delenv(MAX_PAIRS_ENV)
-    monkeypatch.delenv("BERTFLOW_QUICK", raising=False)
-    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    monkeypatch.setattr(chapter_setup, "default_device", lambda: "cpu")
-    yield chapter_setup
-    chapter_setup._STATE["model"] = "scratch-bert"
-
-
-@pytest.mark.parametrize("how", ["argument", "variable"])
-def test_quick_mode_sets_the_cap_and_says_the_run_is_quick(
-    cpu_without_cap, monkeypatch, capsys, how
-):
-    import os
-
-    budget = shipped_budget()
-    pairs = budget["quick"]["pairs"]
-    if how == "variable":
-        monkeypatch.setenv("BERTFLOW_QUICK", "1")
-    cpu_without_cap.setup(
-        "bert-base-uncased", quick=True if how == "argument" else None
-    )
-    assert os.environ["BERTFLOW_MAX_PAIRS"] == str(pairs)
-    from bertflow_mini.data import max_pairs
-
-    assert max_pairs() == pairs
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[2] == (
-        f"data  : only the first {pairs} pairs of each split ($BERTFLOW_MAX_PAIRS): a quick run, "
-        "not the book's numbers"
-    )
-    quick = [c["quick_cpu_s"]["total"] / 60 for c in budget["chapters"].values()]
-    assert lines[-2] == (
-        "time  : quick run (bf.setup(quick=True)): a chapter takes about "
-        f"{round(min(quick))}-{round(max(quick))} min on Colab's CPU"
-    )
-    assert lines[-1].startswith(
-        "        with bert-base-uncased (estimated; the full run"
-    )
-
-
-def test_a_full_run_of_bert_base_on_a_cpu_prints_the_chapters_minutes(
-    cpu_without_cap, monkeypatch, capsys
-):
-    budget = shipped_budget()["chapters"]["06"]
-    monkeypatch.setenv("JPY_SESSION_NAME", "/home/reader/book/06-sts-evaluation.ipynb")
-    cpu_without_cap.setup("bert-base-uncased")
-    time, quick = capsys.readouterr().out.splitlines()[-2:]
-    assert time.startswith(
-        f"time  : chapter 6 takes about {round(budget['cpu_s']['total'] / 60)} min on Colab's CPU"
-    )
-    assert time.endswith(f"a T4 GPU about {round(budget['t4_s']['total'] / 60)});")
-    assert quick.startswith("        bf.setup(quick=True) runs the first ")
-    assert quick.endswith(f"in about {round(budget['quick_cpu_s']['total'] / 60)} min")
-    # the Colab edition names its chapter: the argument wins over what the front end says
-    seven = shipped_budget()["chapters"]["07"]["cpu_s"]["total"] / 60
-    cpu_without_cap.setup("bert-base-uncased", chapter="07")
-    last = capsys.readouterr().out.splitlines()[-2]
-    assert last.startswith(
-        f"time  : chapter 7 takes about {round(seven)} min on Colab's CPU"
-    )
-
-
-def test_quick_mode_is_off_unless_asked_and_a_bad_variable_is_named(
-    cpu_without_cap, monkeypatch
-):
-    assert not cpu_without_cap.quick_requested()
-    monkeypatch.setenv("BERTFLOW_QUICK", "0")
-    assert not cpu_without_cap.quick_requested() and cpu_without_cap.quick_requested(
-        True
-    )
-    monkeypatch.setenv("BERTFLOW_QUICK", "soon")
-    with pytest.raises(
-        ValueError, match=r"\$BERTFLOW_QUICK must be 1/true/yes.*'soon'"
-    ):
-        cpu_without_cap.quick_requested()
-
-
-def test_a_model_without_a_budget_prints_no_time(
-    cpu_without_cap, tiny_bert_dir, monkeypatch, capsys
-):
-    # the book's pages: their set-up output (checked by nbval) has no time line
-    monkeypatch.setenv("BERTFLOW_MODELS", str(tiny_bert_dir.parent))
-    cpu_without_cap.setup("tiny-bert")
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 3 and lines[2].startswith("device: cpu")

@@ -105,20 +105,65 @@ def test_the_install_is_the_release_that_config_and_readme_name():
     assert "placeholders until the book is published" in readme
 
 
-def test_a_chapters_colab_set_up_names_its_chapter():
-    """The generator passes each chapter's number to ``bf.setup``, so that on a CPU with bert-base
-    the set-up prints that chapter's estimated minutes; pages without a number keep ``bf.setup()``."""
-    from bertflow_mini.chapters.editions import book_site, render
+def first_code(nb: nbformat.NotebookNode) -> str:
+    return next(c.source for c in nb.cells if c.cell_type == "code")
 
-    site = book_site(REPO)
-    for source in SOURCES:
-        nb = nbformat.reads(render(source, REPO, site, "colab"), as_version=4)
-        first = next(c for c in nb.cells if c.cell_type == "code").source
-        if "bf.setup(" not in first:
-            continue
-        number = source.name[:2]
-        want = f'bf.setup(chapter="{number}")' if number.isdigit() else "bf.setup()"
-        assert want in first, source.name
+
+@pytest.mark.parametrize("kind", ["colab", "student"])
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_an_editions_set_up_cell_is_the_chapters_with_only_its_install_pinned(
+    kind, source
+):
+    """The set-up cell calls ``bf.setup`` as the chapter does (the book's model unless the reader
+    names another); the generator changes its install line and nothing else."""
+    pinned = (
+        f'%pip install -q "bertflow_mini @ git+{CONFIG["repository"]["url"]}@{TAG}"'
+    )
+    ours = first_code(nbformat.read(source, as_version=4)).splitlines()
+    theirs = first_code(edition(kind, source)).splitlines()
+    assert len(ours) == len(theirs)
+    changed = [(a, b) for a, b in zip(ours, theirs) if a != b]
+    assert len(changed) == 1, changed
+    (was, now), *_ = changed
+    assert "%pip install" in was and now.strip() == pinned
+    calls = [line for line in ours if "bf.setup(" in line]
+    assert calls == [line for line in theirs if "bf.setup(" in line]
+    if source.name[:2].isdigit():  # a chapter runs a model; the results page does not
+        assert calls, f"{source.name}: no bf.setup() in the set-up cell"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_a_colab_edition_adds_no_cell_but_its_opening_note(source):
+    """Every check behind the text prints its note under its own cell, as in the book: the
+    edition has no hidden cell of its own that gathers the notes and no closing section that
+    sums them up, only the chapter's cells, in order, and the note after the title."""
+    chapter, colab = nbformat.read(source, as_version=4), edition("colab", source)
+    theirs = {c.id for c in chapter.cells}
+
+    def ids(nb: nbformat.NotebookNode, kind: str) -> list[str]:
+        return [c.id for c in nb.cells if c.cell_type == kind]
+
+    assert ids(colab, "code") == ids(chapter, "code")
+    added = [i for i, c in enumerate(colab.cells) if c.id not in theirs]
+    assert added == [1] and colab.cells[1].cell_type == "markdown"
+    kept = [i for i in ids(colab, "markdown") if i in theirs]
+    assert kept == [i for i in ids(chapter, "markdown") if i in kept]
+    headings = re.compile(r"^#{1,6}\s", re.M)
+    assert len(headings.findall(all_text(colab, "markdown"))) == len(
+        headings.findall(all_text(chapter, "markdown"))
+    )
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_the_opening_note_says_how_to_run_the_papers_model_where_a_model_runs(source):
+    from bertflow_mini.encoders.names import BOOK_MODEL, PAPER_MODEL
+
+    note = edition("colab", source).cells[1].source
+    switch = f'`bf.setup("{PAPER_MODEL}")`'
+    if "bf.setup(" in all_text(nbformat.read(source, as_version=4), "code"):
+        assert f"`{BOOK_MODEL}`" in note and switch in note
+    else:
+        assert switch not in note
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
@@ -137,10 +182,7 @@ def test_hidden_cells_are_folded_colab_form_cells(source):
     ]
     assert all(c.source.startswith("# @title ") for c in forms)
     assert all(c.metadata["jupyter"]["source_hidden"] for c in forms)
-    extra = (
-        1 if "bf.setup(" in all_text(chapter) else 0
-    )  # the cell that gathers the claims
-    assert len(forms) == len(hidden) + extra
+    assert len(forms) == len(hidden)
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
@@ -157,21 +199,6 @@ def test_a_pointer_to_a_solution_cell_names_its_tick_box(source):
     pointers = section["text"].count("(click to show)")
     assert in_exercises.count("tick its *show_solution* box and run it") == pointers
     assert "*Show code* opens it)" not in in_exercises
-
-
-@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_glued_values_are_marked_as_the_books_only_where_a_model_runs(source):
-    # a chapter runs the reader's model, so a value filled in from the book's run is marked
-    # (and the edition's note explains the mark); a page of shipped results reads the same
-    # numbers in every run and marks none
-    chapter = nbformat.read(source, as_version=4)
-    glues = re.search(r"\{glue:text\}`", all_text(chapter, "markdown"))
-    text = all_text(edition("colab", source), "markdown")
-    if "bf.setup(" in all_text(chapter, "code") and glues:
-        assert "are marked <sup>book</sup>" in text  # the note that explains the mark
-        assert text.count("<sup>book</sup>") > 1
-    else:
-        assert "<sup>book</sup>" not in text
 
 
 def solutions(source: Path) -> tuple[list[str], list[str]]:
@@ -216,21 +243,6 @@ def test_a_student_edition_keeps_every_exercise_and_self_check_and_no_solution(s
     answers = all_text(student, "code")
     for check in re.findall(r"bf\.check\(\"[^\"]+\",[^`]*\)", section):
         assert check in all_text(student, "markdown") and f"# {check}" in answers
-
-
-@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_claims_are_gathered_and_summarised_once_at_the_end(source):
-    chapter, cells = nbformat.read(source, as_version=4), edition("colab", source).cells
-    code = [c.source for c in cells if c.cell_type == "code"]
-    if "bf.setup(" not in all_text(
-        chapter
-    ):  # the results page: no model, nothing to sum up
-        assert not any("gather_claims" in c for c in code)
-        return
-    assert "gather_claims()" in code[1] and "claims_summary()" in code[-1]
-    titles = [c.source.splitlines()[0] for c in cells if c.cell_type == "markdown"]
-    assert titles.index("## What differs on your model") == len(titles) - 2
-    assert titles[-1] == "## References"
 
 
 # ----------------------------------------------------------------------------- browser

@@ -11,7 +11,6 @@ from markdown_it import MarkdownIt
 
 from bertflow_mini.chapters.editions import load_glossary, load_references
 from bertflow_mini.chapters.myst_markdown import (
-    BOOK_VALUE,
     BookSite,
     Page,
     Reference,
@@ -114,12 +113,12 @@ def test_admonitions_are_blockquotes_with_a_bold_title_and_rendered_content():
     assert "<p><strong>Note</strong></p>" in rendered and ":class:" not in rendered
 
 
-def test_glued_values_are_formatted_as_myst_nb_does_and_marked_as_the_books():
+def test_glued_values_are_formatted_as_myst_nb_does():
     glued = {"rho": "-0.4712", "word": "'closer'", "n": "1379"}
     out = convert(
         "ρ = {glue:text}`rho:+.2f`, {glue:text}`word`, {glue:text}`n:,`", glued=glued
     )
-    assert out == f"ρ = -0.47{BOOK_VALUE}, closer{BOOK_VALUE}, 1,379{BOOK_VALUE}"
+    assert out == "ρ = -0.47, closer, 1,379"
     with pytest.raises(ValueError, match="`missing` has no stored value"):
         convert("{glue:text}`missing:.1f`")
 
