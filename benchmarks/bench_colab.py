@@ -41,6 +41,25 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def slowest(nb, n: int = 3) -> str:
+    """The ``n`` slowest cells of an executed notebook: index and seconds."""
+    from datetime import datetime
+
+    def seconds(cell) -> float:
+        timing = cell.get("metadata", {}).get("execution", {})
+        start, end = (
+            timing.get("iopub.execute_input"),
+            timing.get("shell.execute_reply"),
+        )
+        if not (start and end):
+            return 0.0
+        parse = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))  # noqa: E731
+        return (parse(end) - parse(start)).total_seconds()
+
+    times = sorted(((seconds(c), i) for i, c in enumerate(nb.cells)), reverse=True)[:n]
+    return ", ".join(f"cell {i} {s:.0f} s" for s, i in times)
+
+
 def smoke_notebook(root: Path) -> Path:
     """A notebook with a Colab set-up cell and nothing else (named as chapter 99)."""
     import nbformat
@@ -87,10 +106,13 @@ def main(argv: list[str] | None = None) -> dict:
             qnli_fixture(cache, data)
             env = {**runtime["env"], "BERTFLOW_CACHE": str(cache)}
             start = time.perf_counter()
-            run_chapter(edition, work, env, timeout=3600)
+            nb, _ = run_chapter(edition, work, env, timeout=3600, record_timing=True)
             minutes = (time.perf_counter() - start) / 60
             chapters[number] = round(minutes, 2)
-            print(f"chapter {number}: {minutes:.1f} min", flush=True)
+            print(
+                f"chapter {number}: {minutes:.1f} min; slowest cells: {slowest(nb)}",
+                flush=True,
+            )
     if args.smoke:
         return {"chapters": chapters}
     result = {

@@ -351,6 +351,7 @@ def run_chapter(
     timeout: int = 1800,
     extra_cells: tuple[str, ...] = (),
     closing_cells: tuple[str, ...] = (),
+    record_timing: bool = False,
 ) -> tuple[object, dict]:
     """Run a copy of ``chapter`` in the simulated Colab kernel started in ``cwd`` with environment
     ``env`` (:func:`kernel_env`), ``extra_cells`` after its set-up cell and ``closing_cells`` at
@@ -376,7 +377,7 @@ def run_chapter(
             timeout=timeout,
             kernel_name=KERNEL,
             coalesce_streams=True,
-            record_timing=False,
+            record_timing=record_timing,
             resources={"metadata": {"path": str(cwd)}},
         )
         client.execute(env=env, cwd=str(cwd))

@@ -170,14 +170,21 @@ def _text_cells(cell, page: Page, site: BookSite, where: _Chapter) -> list:
     return cells
 
 
+def is_solution_cell(cell: nbformat.NotebookNode, in_exercises: bool) -> bool:
+    """Whether a code cell is a solution the student editions leave out: tagged ``solution``,
+    or, in the Exercises section (``in_exercises``), tagged ``hide-cell`` or ``remove-cell``."""
+    tags = set(cell.metadata.get("tags", []))
+    return cell.cell_type == "code" and (
+        "solution" in tags
+        or (in_exercises and bool(tags & {"hide-cell", "remove-cell"}))
+    )
+
+
 def _code_cell(cell, page: Page, where: _Chapter) -> list:
     """A code cell in the edition, without outputs, folded as the HTML book hides it (none:
     a solution in the student edition)."""
     tags = set(cell.metadata.get("tags", []))
-    solution = "solution" in tags or (
-        where.in_exercises and tags & {"hide-cell", "remove-cell"}
-    )
-    if page.student and solution:
+    if page.student and is_solution_cell(cell, where.in_exercises):
         return []
     keep = (lambda m: "# YOUR CODE HERE\n") if page.student else (lambda m: m.group(1))
     cell.source = SOLUTION_MARKERS.sub(keep, cell.source)

@@ -3,7 +3,9 @@
 ``python -m bertflow_mini.chapters.editions`` (``make editions``) writes, for each chapter and the
 results page, ``book/colab/<name>.ipynb`` and ``book/student/<name>.ipynb``
 (:mod:`bertflow_mini.chapters.colab_edition` builds each); ``--check`` writes nothing and fails
-when a committed edition differs from what the chapters generate now. Run from the repository's
+when a committed edition differs from what the chapters generate now. ``--student-book OUT``
+(``make student-html``) writes the sources of the HTML book without its solutions into ``OUT``
+instead (:func:`write_student_book`), for ``jupyter-book build OUT``. Run from the repository's
 root; needs the ``book`` extras (``nbformat``, ``myst-nb``, ``pybtex``, ``pyyaml``). The
 editions link into the rendered book at ``html.baseurl`` of ``_config.yml`` and install the
 release ``v<__version__>`` of its ``repository.url``. Same chapters in, byte-identical editions out.
@@ -12,18 +14,33 @@ release ``v<__version__>`` of its ``repository.url``. Same chapters in, byte-ide
 from __future__ import annotations
 
 import argparse
+import copy
 import difflib
 import re
+import shutil
 import sys
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import nbformat
 import yaml
 
 import bertflow_mini
-from bertflow_mini.chapters.colab_edition import HEADING, build_edition
-from bertflow_mini.chapters.myst_markdown import FENCE, BookSite, Reference
+from bertflow_mini.chapters.colab_edition import (
+    HEADING,
+    SOLUTION_MARKERS,
+    _Chapter,
+    build_edition,
+    is_solution_cell,
+)
+from bertflow_mini.chapters.myst_markdown import (
+    DIRECTIVE,
+    FENCE,
+    OPTION,
+    BookSite,
+    Reference,
+    is_solution_directive,
+)
 
 EDITIONS = ("colab", "student")
 
@@ -190,6 +207,213 @@ def stale_editions(root: Path) -> list[str]:
     return stale + [f"{name}\n(no chapter generates it any more)" for name in extra]
 
 
+# ----------------------------------------------------------------------------- the student book
+#: The page for lecturers, left out of the student book (with the lines that link to it).
+TEACHERS_PAGE = "book/teaching"
+#: Where the student book's sources record that they are one (a folder holding it may be rewritten).
+STUDENT_MARK = ".student-book"
+
+
+def cut_solution_directives(text: str) -> str:
+    """A markdown cell's MyST without its solution directives (:func:`~bertflow_mini.chapters.
+    myst_markdown.is_solution_directive`: ``{solution}``, dropdowns titled "Solution…" or
+    "Answer…"), found as the Colab editions find them, nested ones included; every other line is
+    kept as it is. A blank line left doubled by a cut goes with it."""
+    lines = text.split("\n")
+    out = _cut(lines)
+    while out and not out[-1].strip() and lines[-1].strip():  # the cut ended the cell
+        out.pop()
+    while out and not out[0].strip() and lines[0].strip():  # the cut opened it
+        out.pop(0)
+    return "\n".join(out)
+
+
+def _cut(lines: list[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if m is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence, info = m.group(2), m.group(3)
+        closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+        j = i + 1
+        while j < len(lines) and not closing.match(lines[j]):
+            j += 1
+        directive = DIRECTIVE.match(info)
+        body = lines[i + 1 : j]
+        options = {}
+        for line in body:
+            if not (option := OPTION.match(line.strip())):
+                break
+            options[option.group(1)] = option.group(2)
+        if directive and is_solution_directive(
+            directive.group(1), directive.group(2), options
+        ):
+            after = lines[j + 1] if j + 1 < len(lines) else ""
+            if out and not out[-1].strip() and not after.strip():
+                out.pop()  # the blank line before it, so that one blank line stays
+        elif directive:  # a solution may sit inside another directive
+            out += [lines[i], *_cut(body), *lines[j : j + 1]]
+        else:  # a code block: verbatim
+            out += lines[i : j + 1]
+        i = j + 1
+    return out
+
+
+def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of a page's notebook without its solutions, for the student book: the code cells
+    the student editions leave out (:func:`~bertflow_mini.chapters.colab_edition.
+    is_solution_cell`: tagged ``solution``, or ``hide-cell``/``remove-cell`` in the Exercises
+    section) are gone; markdown cells lose their solution directives
+    (:func:`cut_solution_directives`; a cell left empty goes); nbgrader's ``### BEGIN SOLUTION`` …
+    ``### END SOLUTION`` lines become ``# YOUR CODE HERE`` and that cell loses its outputs. Every
+    other cell, its MyST, metadata and outputs, is kept as it is."""
+    out = copy.deepcopy(nb)
+    where, cells = _Chapter(), []
+    for cell in out.cells:
+        if cell.cell_type == "markdown":
+            where.read(cell.source)
+            cell.source = cut_solution_directives(cell.source)
+            if not cell.source.strip():
+                continue
+        elif is_solution_cell(cell, where.in_exercises):
+            continue
+        elif cell.cell_type == "code" and SOLUTION_MARKERS.search(cell.source):
+            cell.source = SOLUTION_MARKERS.sub("# YOUR CODE HERE\n", cell.source)
+            cell.outputs, cell.execution_count = [], None
+        cells.append(cell)
+    out.cells = cells
+    return out
+
+
+def _drop_from_toc(toc: dict, docname: str) -> bool:
+    """Take ``docname`` out of a Jupyter Book table of contents (and a part it leaves empty);
+    whether it was there."""
+    found = False
+    for key in ("parts", "chapters", "sections"):
+        entries = toc.get(key)
+        if not isinstance(entries, list):
+            continue
+        kept = []
+        for entry in entries:
+            if entry.get("file") == docname:
+                found = True
+                continue
+            found |= _drop_from_toc(entry, docname)
+            if key != "parts" or entry.get("chapters") or entry.get("sections"):
+                kept.append(entry)
+        toc[key] = kept
+    return found
+
+
+def _without_links_to(text: str, name: str) -> str | None:
+    """``text`` without the lines that link to the page ``name`` (``teaching``: a Markdown link
+    to ``teaching.ipynb`` or ``teaching.md``, or a ``{doc}`` role), each of which must be whole
+    sentences (it starts a paragraph or follows a sentence's end, and ends one); None when a
+    link to it cannot go that way."""
+    link = re.compile(
+        rf"\]\((?:\./)?{re.escape(name)}\.(?:ipynb|md)(?:#[^)]*)?\)"
+        rf"|\{{doc\}}`[^`]*\b{re.escape(name)}>?`"
+    )
+    lines, out = text.split("\n"), []
+    for line in lines:
+        if not link.search(line):
+            out.append(line)
+            continue
+        before = out[-1].rstrip() if out else ""
+        if (not before or before.endswith((".", "!", "?"))) and line.rstrip().endswith(
+            (".", "!", "?")
+        ):
+            continue
+        return None
+    return "\n".join(out)
+
+
+def write_student_book(root: Path, out: Path) -> Path:
+    """Write the sources of the HTML book without its solutions into ``out``, for ``jupyter-book
+    build out`` (``make student-html``); return ``out``.
+
+    ``out`` gets ``_config.yml`` (the title marked as the student edition, and each chapter's Colab
+    button opening its student edition, ``book/student``), ``_toc.yml``, ``_static/``, every file of
+    ``book/`` but the notebooks, the Python files and the generated editions (the pages, the
+    bibliography) as they are, and every notebook of ``book/`` through :func:`strip_solutions`.
+    The teachers' page (``book/teaching``) is left out, with the lines of other pages that link
+    to it, when those lines are whole sentences; otherwise it stays, so that no link breaks.
+    ``out`` must be empty, new, or a student book written before (its ``.student-book`` mark):
+    then its ``book/`` and ``_static/`` are replaced and its ``_build/`` is kept."""
+    root, out = root.resolve(), out.resolve()
+    if root.is_relative_to(out) or any(
+        out.is_relative_to(root / folder) for folder in ("book", "_static")
+    ):
+        raise ValueError(f"{out}: the student book cannot be written over the book")
+    if out.exists() and any(out.iterdir()) and not (out / STUDENT_MARK).exists():
+        raise FileExistsError(
+            f"{out} is neither empty nor a student book written before: choose another folder"
+        )
+    for folder in ("book", "_static"):
+        shutil.rmtree(out / folder, ignore_errors=True)
+    (out / "book").mkdir(parents=True)
+    if (root / "_static").is_dir():
+        shutil.copytree(root / "_static", out / "_static")
+
+    pages: dict[str, str] = {}  # book/<name>: the text of every page but the notebooks
+    notebooks: dict[str, nbformat.NotebookNode] = {}
+    for path in sorted((root / "book").iterdir()):
+        if not path.is_file() or path.suffix == ".py":
+            continue
+        if path.suffix == ".ipynb":
+            notebooks[path.name] = strip_solutions(nbformat.read(path, as_version=4))
+        else:
+            pages[path.name] = path.read_text("utf-8")
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text("utf-8"))
+    teachers = PurePosixPath(TEACHERS_PAGE).name
+    unlinked = {
+        name: _without_links_to(text, teachers)
+        for name, text in pages.items()
+        if name.endswith(".md")
+    }
+    linked_from_notebooks = any(
+        _without_links_to(cell.source, teachers) != cell.source
+        for name, nb in notebooks.items()
+        if not name.startswith(f"{teachers}.")
+        for cell in nb.cells
+        if cell.cell_type == "markdown"
+    )
+    if not linked_from_notebooks and None not in unlinked.values():
+        if _drop_from_toc(toc, TEACHERS_PAGE):
+            pages.update({k: v for k, v in unlinked.items() if v is not None})
+            notebooks = {
+                k: v for k, v in notebooks.items() if not k.startswith(f"{teachers}.")
+            }
+
+    for name, text in pages.items():
+        if text == (root / "book" / name).read_text("utf-8"):
+            shutil.copyfile(root / "book" / name, out / "book" / name)
+        else:
+            (out / "book" / name).write_text(text, "utf-8")
+    for name, nb in notebooks.items():
+        (out / "book" / name).write_text(nbformat.writes(nb) + "\n", "utf-8")
+
+    config = yaml.safe_load((root / "_config.yml").read_text("utf-8"))
+    config["title"] = f"{config['title']} (student edition)"
+    sphinx = config.setdefault("sphinx", {})
+    sphinx.setdefault("config", {})["bertflow_colab_edition"] = "student"
+    (out / "_config.yml").write_text(
+        yaml.safe_dump(config, sort_keys=False, allow_unicode=True), "utf-8"
+    )
+    (out / "_toc.yml").write_text(
+        yaml.safe_dump(toc, sort_keys=False, allow_unicode=True), "utf-8"
+    )
+    (out / STUDENT_MARK).write_text(
+        "Written by python -m bertflow_mini.chapters.editions --student-book\n", "utf-8"
+    )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -201,7 +425,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="fail when a committed edition is stale"
     )
+    parser.add_argument(
+        "--student-book",
+        type=Path,
+        metavar="OUT",
+        help="write the HTML book's sources without solutions into OUT instead",
+    )
     args = parser.parse_args(argv)
+    if args.student_book:
+        print(write_student_book(args.root, args.student_book))
+        return 0
     if args.check:
         stale = stale_editions(args.root)
         for entry in stale:

@@ -2,7 +2,7 @@
 
 A student computes an answer in their own cell and calls :func:`check`; it compares the answer with
 the value the book's solution computes for the model in use, within a tolerance, and never prints
-that value. Where that value comes from:
+or returns that value. Where that value comes from:
 
 * an answer that does not depend on the model (a pen-and-paper result, a toy with a fixed seed) is
   stored once for every model (``answers.json``, model ``"*"``);
@@ -11,11 +11,18 @@ that value. Where that value comes from:
   the solution no longer computes the stored value, so the key cannot silently go stale;
 * any other model, or a quick run on a part of the data, gets its answer computed on the spot by
   the package calls the solution makes (:mod:`bertflow_mini.chapters.solvers`), once per session.
+
+An exercise where the student *builds* something (``bf.check("2.5", whiten)``) has no stored
+value: its check draws data of its own, runs the student's function on it and compares the result
+with the package's implementation or with autograd, so there is nothing to copy.
+
+Only :func:`check`, :func:`confirm` and :func:`solution` are public: nothing here hands out a key.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib.resources import files
@@ -29,13 +36,13 @@ from bertflow_mini.data.pairs import max_pairs
 from bertflow_mini.encoders.names import BOOK_MODEL
 from bertflow_mini.encoders.sources import short_name
 
-ANSWERS = "answers.json"
+_ANSWERS = "answers.json"
 #: The model name under which an answer that is the same for every model is stored.
-ANY_MODEL = "*"
+_ANY_MODEL = "*"
 
 
 @dataclass(frozen=True)
-class Answer:
+class _Answer:
     """An exercise's expected value for one model, and how close a right answer must be."""
 
     value: Any  # a number, a list of numbers, or a string (exact)
@@ -66,54 +73,54 @@ class Answer:
 
 
 @cache
-def answer_key() -> dict[str, dict[str, Answer]]:
-    """Every stored answer: exercise → model → :class:`Answer` (read once from package data)."""
+def _answer_key() -> dict[str, dict[str, _Answer]]:
+    """Every stored answer: exercise → model → :class:`_Answer` (read once from package data)."""
     raw = json.loads(
-        files("bertflow_mini.chapters").joinpath(ANSWERS).read_text("utf-8")
+        files("bertflow_mini.chapters").joinpath(_ANSWERS).read_text("utf-8")
     )
     return {
-        exercise: {model: Answer(**spec) for model, spec in by_model.items()}
+        exercise: {model: _Answer(**spec) for model, spec in by_model.items()}
         for exercise, by_model in raw.items()
         if not exercise.startswith("_")
     }
 
 
-def stored(exercise: str, model: str | None = None) -> Answer | None:
+def _stored(exercise: str, model: str | None = None) -> _Answer | None:
     """The stored answer to ``exercise`` for ``model`` (default: the chapter's), or None.
 
     An answer stored for every model always applies; one stored for a model only on its full data
     (a quick run, ``$BERTFLOW_MAX_PAIRS``, scores other pairs)."""
-    by_model = answer_key().get(exercise)
+    by_model = _answer_key().get(exercise)
     if by_model is None:
-        known = ", ".join(sorted(answer_key()))
+        known = ", ".join(sorted([*_answer_key(), *_BUILDS]))
         raise KeyError(
             f"no exercise {exercise!r} has a self-check; those that do: {known}"
         )
-    if ANY_MODEL in by_model:
-        return by_model[ANY_MODEL]
+    if _ANY_MODEL in by_model:
+        return by_model[_ANY_MODEL]
     if max_pairs() is not None:
         return None
     return by_model.get(short_name(model or current_model()))
 
 
-def tolerance(exercise: str) -> Answer:
+def _tolerance(exercise: str) -> _Answer:
     """How close a right answer to ``exercise`` must be: the book model's stored tolerance (its
     value is the book model's too)."""
-    by_model = answer_key()[exercise]
+    by_model = _answer_key()[exercise]
     return by_model.get(BOOK_MODEL) or next(iter(by_model.values()))
 
 
-def expected(exercise: str, model: str | None = None) -> Answer | None:
+def _expected(exercise: str, model: str | None = None) -> _Answer | None:
     """The answer to ``exercise`` for ``model`` (default: the chapter's): stored, or computed by the
-    solution's package calls (:func:`bertflow_mini.chapters.solvers.solve`); None when neither can be."""
+    solution's package calls (:mod:`bertflow_mini.chapters.solvers`); None when neither can be."""
     model = model or current_model()
-    key = stored(exercise, model)
-    if key is not None or exercise not in solvers.SOLVERS:
+    key = _stored(exercise, model)
+    if key is not None or exercise not in solvers._SOLVERS:
         return key
-    value = solvers.solve(exercise, model)
+    value = solvers._solve(exercise, model)
     if not isinstance(value, str):
         value = np.asarray(value, dtype=float).tolist()
-    return replace(tolerance(exercise), value=value)
+    return replace(_tolerance(exercise), value=value)
 
 
 def check(exercise: str, answer: Any) -> bool | None:
@@ -121,24 +128,34 @@ def check(exercise: str, answer: Any) -> bool | None:
 
     Returns True or False, or None when no answer can be had for this model.
     """
+    if exercise in _BUILDS:
+        problem = _BUILDS[exercise](answer)
+        _say(exercise, not problem, problem)
+        return not problem
     model = current_model()
-    if stored(exercise, model) is None and (note := solvers.slow(exercise, model)):
+    if _stored(exercise, model) is None and (note := solvers._slow(exercise, model)):
         print(f"Exercise {exercise}: computing the answer on {model} ({note}) ...")
-    key = expected(exercise, model)
+    key = _expected(exercise, model)
     if key is None:
         print(
             f"Exercise {exercise}: no answer for {model}; compare with the solution below."
         )
         return None
-    if key.accepts(answer):
+    right = key.accepts(answer)
+    _say(
+        exercise, right, "" if isinstance(key.value, str) else _hint(key.value, answer)
+    )
+    return right
+
+
+def _say(exercise: str, right: bool, hint: str) -> None:
+    if right:
         print(f"Exercise {exercise}: right.")
-        return True
-    hint = "" if isinstance(key.value, str) else _shape_hint(key.value, answer)
-    print(f"Exercise {exercise}: not yet{hint}. Look again, or open the solution.")
-    return False
+    else:
+        print(f"Exercise {exercise}: not yet{hint}. Look again, or open the solution.")
 
 
-def _shape_hint(want: Any, answer: Any) -> str:
+def _hint(want: Any, answer: Any) -> str:
     """A hint that gives nothing away: only a mismatch of shape or a non-number."""
     try:
         got = np.asarray(answer, dtype=float)
@@ -154,21 +171,142 @@ def _shape_hint(want: Any, answer: Any) -> str:
 
 
 def confirm(exercise: str, solution: Any) -> bool:
-    """The hidden check under a solution: the stored answer is what the solution computes.
+    """The hidden check under a solution: the stored answer is what the solution computes (for
+    an exercise that builds something: the solution's function passes its own check).
 
     Strict for the book's model (the chapter fails when the key is stale); for another model a note
     only when an answer stored for every model disagrees. Nothing is computed here: a model's
     computed answers are the solvers', which the tests hold to the solutions.
     """
-    key = stored(exercise)
+    if exercise in _BUILDS:
+        problem = _BUILDS[exercise](solution)
+        return claim(
+            not problem,
+            f"the solution to exercise {exercise} passes its self-check",
+            problem.strip(),
+        )
+    key = _stored(exercise)
     if key is None:
         return True
     value = solution if isinstance(solution, str) else np.asarray(solution).tolist()
     return claim(
         key.accepts(solution),
         f"the self-check of exercise {exercise} holds the solution's answer",
-        f"stored {key.value!r}, the solution computes {value!r}",
+        f"the solution computes {value!r}, which the stored key does not accept",
     )
+
+
+# ------------------------------------------------------------ exercises that build something
+def _fresh_rng() -> np.random.Generator:
+    """A generator seeded from the operating system: each check draws new data, and the
+    notebook's own random state (NumPy's, torch's) is left alone."""
+    return np.random.default_rng()
+
+
+def _whiten_problem(whiten: Any) -> str:
+    """Exercise 2.5: ``whiten(X) -> (mu, W)`` with ``(X - mu) @ W`` of zero mean and identity
+    covariance, on a cloud this check draws (off-centre, correlated, variances 0.04 to 25).
+
+    Any whitening passes (PCA, ZCA, Cholesky: ``W Wᵀ = Σ⁻¹`` is what they share, whatever the
+    rotation), the covariance divided by n or by n − 1; "" when right, else a hint."""
+    from bertflow_mini.postprocess.whitening import Whitening
+
+    if not callable(whiten):
+        return " (pass your function itself: bf.check(..., whiten))"
+    rng = _fresh_rng()
+    n, d = 2000, 6
+    rotation = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    X = (rng.normal(size=(n, d)) * np.geomspace(0.2, 5, d)) @ rotation.T
+    X += rng.normal(3, 1, d)
+    try:
+        mu, W = whiten(X.copy())
+        mu, W = np.asarray(mu, dtype=float), np.asarray(W, dtype=float)
+    except NotImplementedError:
+        return " (whiten is not written yet)"
+    except Exception as error:  # a student's code: any failure is a hint, not a crash
+        return f" (whiten raised {type(error).__name__}: {error})"
+    if mu.shape != (d,) or W.shape != (d, d):
+        return (
+            f" (for X of shape {X.shape}, mu should have shape ({d},) and W ({d}, {d}))"
+        )
+    ref = Whitening().fit(X)
+    assert ref.mean is not None and ref.W is not None  # fitted
+    if not np.allclose(mu, ref.mean, rtol=0, atol=1e-6 * np.abs(ref.mean).max()):
+        return " (mu is not the data's mean)"
+    precision = ref.W @ ref.W.T  # Σ⁻¹, shared by every whitening of these data
+    gap = np.linalg.norm(W @ W.T - precision) / np.linalg.norm(precision)
+    if not gap < 0.01:
+        return " ((X - mu) @ W does not have identity covariance)"
+    return ""
+
+
+def _coupling_problem(answer: Any) -> str:
+    """Exercise 5.5: ``[coupling, coupling_inverse]`` for the affine coupling
+    ``y_a = x_a, y_b = (x_b + t(x_a)) * exp(s(x_a))`` (first half a, second half b):
+    ``coupling(x, t, s) -> (y, logdet)``, ``coupling_inverse(y, t, s) -> x``.
+
+    Checked on a small batch in float64 with random ``t`` and ``s`` this check draws: ``y`` against
+    the definition, ``coupling_inverse(coupling(x)) == x``, and each sample's ``logdet`` against
+    ``log|det J|`` of the Jacobian autograd computes, to float32's precision (a slip is off by far
+    more); "" when right, else a hint."""
+    import torch
+    from torch.autograd.functional import jacobian
+
+    try:
+        forward, inverse = answer
+    except (TypeError, ValueError):
+        return " (pass both functions: bf.check(..., [coupling, coupling_inverse]))"
+    if not (callable(forward) and callable(inverse)):
+        return " (pass both functions: bf.check(..., [coupling, coupling_inverse]))"
+    g = torch.Generator().manual_seed(int(_fresh_rng().integers(2**31)))
+    n, d, half = 5, 6, 3
+
+    def draw(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    Wt, bt, Ws, bs = draw(half, half), draw(half), 0.5 * draw(half, half), draw(half)
+
+    def t(xa: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(xa @ Wt + bt)
+
+    def s(xa: torch.Tensor) -> torch.Tensor:
+        return 0.5 * torch.tanh(xa @ Ws + bs)
+
+    x = draw(n, d)
+    want = torch.cat(
+        [x[:, :half], (x[:, half:] + t(x[:, :half])) * s(x[:, :half]).exp()], 1
+    )
+    try:
+        y, logdet = forward(x.clone(), t, s)
+        back = inverse(want.clone(), t, s)
+        jacobians = [jacobian(lambda v: forward(v[None], t, s)[0][0], v) for v in x]
+    except NotImplementedError:
+        return " (the coupling or its inverse is not written yet)"
+    except Exception as error:  # a student's code: any failure is a hint, not a crash
+        return f" (your functions raised {type(error).__name__}: {error})"
+    y, logdet, back = (
+        torch.as_tensor(v, dtype=torch.float64) for v in (y, logdet, back)
+    )
+    if y.shape != x.shape or logdet.shape != (n,) or back.shape != x.shape:
+        return (
+            f" (for x of shape {tuple(x.shape)}, y and the inverse's output have that "
+            f"shape and logdet ({n},): one value per row)"
+        )
+    if not torch.allclose(y, want, atol=1e-5):
+        return " (y is not (x_a, (x_b + t(x_a)) * exp(s(x_a))))"
+    if not torch.allclose(back, x, atol=1e-5):
+        return " (coupling_inverse(coupling(x)) is not x)"
+    brute = torch.stack([torch.linalg.slogdet(j)[1] for j in jacobians])
+    if not torch.allclose(logdet, brute, atol=1e-5):
+        return " (logdet is not log|det| of the Jacobian)"
+    return ""
+
+
+#: Exercises that build something: exercise → its judge ("" when right, else a hint).
+_BUILDS: dict[str, Callable[[Any], str]] = {
+    "2.5": _whiten_problem,
+    "5.5": _coupling_problem,
+}
 
 
 def solution(show: bool) -> None:

@@ -249,6 +249,20 @@ def _references(site: BookSite, page: Page) -> list[str]:
     ]
 
 
+def is_solution_directive(name: str, argument: str, options: dict[str, str]) -> bool:
+    """Whether a directive is a solution the student editions leave out: a ``{solution}``, or a
+    collapsed block (``{dropdown}``, ``{exercise}``, an admonition of class ``dropdown``) titled
+    "Solution…" or "Answer…". ``argument`` is the title after the name, ``options`` its
+    ``:name: value`` lines."""
+    collapsed = "dropdown" in options.get("class", "").split()
+    if name == "solution":
+        return True
+    if name not in ("dropdown", "exercise") and not collapsed:
+        return False
+    title = argument or ADMONITIONS.get(name, name.capitalize())
+    return bool(SOLUTION_TITLE.match(title))
+
+
 def _directive(
     name: str, argument: str, body: list[str], site: BookSite, page: Page
 ) -> list[str]:
@@ -261,7 +275,7 @@ def _directive(
     )  # an admonition as a dropdown
     if name in ("dropdown", "solution", "exercise") or collapsed:
         title = argument or ADMONITIONS.get(name, name.capitalize())
-        if page.student and (name == "solution" or SOLUTION_TITLE.match(title)):
+        if page.student and is_solution_directive(name, argument, options):
             return []
         if name == "exercise":
             return ["", f"**{_inline(title, site, page)}**", "", *convert(content), ""]

@@ -19,8 +19,11 @@ import pandas as pd
 
 #: A directive's opening fence (``` ```{dropdown} Title``` or ``:::{admonition}``), or its end.
 FENCE = re.compile(r"^(`{3,}|:{3,})\{([\w-]+)\}\s*(.*)$")
-#: An exercise's bold label, ``**3 (code).**``: its number and its kind.
+#: An exercise's bold label, ``**3 (code · homework).**``: its number, its kind and, after the
+#: middle dot, what the chapter's author says it suits.
 LABEL = re.compile(r"^\*\*(\d+)\s*\(([^)]*)\)[^*\n]*\*\*", re.M)
+#: What an exercise can suit: a quiz question, homework (or a lab), a discussion.
+SUITS = ("quiz", "homework", "discussion")
 #: A self-check the exercise names: ``bf.check("2.3", …)``.
 CHECK = re.compile(r"bf\.check\(\"([^\"]+)\"")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
@@ -29,8 +32,6 @@ ROLE = re.compile(r"\{[\w:-]+\}`([^`<]*?)\s*(?:<[^`]*>)?`")
 MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 CODE = re.compile(r"`[^`\n]+`")
-#: A solution a quiz can ask for: a pen-and-paper exercise answered in at most this many words.
-QUIZ_WORDS = 150
 PARTS = ("main line", "deeper blocks", "exercises", "solutions")
 
 
@@ -120,23 +121,24 @@ def prose_words(paths: Iterable[str | PathLike]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("chapter")
 
 
-def _suits(kind: str, solution_words: int) -> str:
-    """What an exercise suits, by a stated rule: a short pen-and-paper answer a quiz, code
-    homework (it needs the chapter's run), an open question a discussion."""
-    if "code" in kind:
-        return "homework"
-    if "pen and paper" in kind:
-        return "quiz" if solution_words <= QUIZ_WORDS else "homework"
-    return "discussion"
+def _label(path: Path, number: str, label: str) -> tuple[str, str]:
+    """An exercise label's kind and what it suits: ``"pen and paper · quiz"``."""
+    kind, dot, suits = (part.strip() for part in label.partition("·"))
+    if not dot or suits not in SUITS:
+        raise ValueError(
+            f"{path.name}: exercise {number}'s label ({label}) does not say what it suits: "
+            f"write '**{number} ({kind or 'code'} · homework).**', one of {', '.join(SUITS)}"
+        )
+    return kind, suits
 
 
 def exercise_table(paths: Iterable[str | PathLike]) -> pd.DataFrame:
-    """Every exercise of the chapters, one row each (index: chapter, exercise): its kind as its
-    label gives it (``pen and paper``, ``code``, ``open``), the self-checks it names
-    (``bf.check("2.3", …)``; "–" for none), its statement's and its solution's words, and what
-    it suits (:func:`_suits`; a pen-and-paper one is a quiz question when its solution has at
-    most :data:`QUIZ_WORDS` words). A chapter with an Exercises section but no labelled
-    exercise is an error: the labels are what this table reads."""
+    """Every exercise of the chapters, one row each (index: chapter, exercise): its kind and what
+    it suits, as its label states them (``**2 (pen and paper · quiz).**``: kind ``pen and
+    paper``, ``code`` or ``open``; suits one of :data:`SUITS`), the self-checks it names
+    (``bf.check("2.3", …)``; "–" for none), and its statement's and its solution's words. A
+    chapter with an Exercises section but no labelled exercise, or a label that does not say
+    what the exercise suits, is an error: the labels are what this table reads."""
     rows = {}
     for path in map(Path, paths):
         markdown = _markdown(path)
@@ -156,13 +158,13 @@ def exercise_table(paths: Iterable[str | PathLike]) -> pd.DataFrame:
             parts = _parts(block, in_exercises=True)
             statement = words("\n".join(parts["exercises"]))
             solution = words("\n".join(parts["solutions"]))
-            kind = label.group(2).strip()
+            kind, suits = _label(path, label.group(1), label.group(2))
             rows[(_chapter(path), int(label.group(1)))] = {
                 "kind": kind,
                 "self-check": ", ".join(dict.fromkeys(CHECK.findall(block))) or "–",
                 "statement (words)": statement,
                 "solution (words)": solution,
-                "suits": _suits(kind, solution),
+                "suits": suits,
             }
     table = pd.DataFrame.from_dict(rows, orient="index")
     return table.rename_axis(["chapter", "exercise"])

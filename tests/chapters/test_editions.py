@@ -102,7 +102,6 @@ def test_the_install_is_the_release_that_config_and_readme_name():
     ):
         assert (owner, ref) == (owner_name, TAG) and (REPO / path).exists(), path
     assert CONFIG["html"]["baseurl"] in readme  # the rendered book's address, said once
-    assert "placeholders until the book is published" in readme
 
 
 def first_code(nb: nbformat.NotebookNode) -> str:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bertflow_mini.chapters import teaching
-from bertflow_mini.chapters.exercises import answer_key
+from bertflow_mini.chapters import exercises, teaching
 
 REPO = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((REPO / "book").glob("[0-9][0-9]-*.ipynb"))
@@ -48,10 +47,10 @@ CHAPTER = [
     "# 9. A title of five\n\nMain text has six words here.",
     "```{dropdown} Deeper: two\nThree deeper words.\n```\n\n"
     "```{admonition} Paper\n:class: tip\nFour words, main line.\n```",
-    "## Exercises\n\n**1 (pen and paper).** Show one thing.\n\n"
+    "## Exercises\n\n**1 (pen and paper · quiz).** Show one thing.\n\n"
     "```{dropdown} Solution\nA solution of six words.\n```",
-    '**2 (code).** Compute it: `bf.check("9.2", x)`.\n\n'
-    "```{dropdown} Hints\nTry harder.\n```\n\n**3 (open).** Why?",
+    '**2 (code · homework).** Compute it: `bf.check("9.2", x)`.\n\n'
+    "```{dropdown} Hints\nTry harder.\n```\n\n**3 (open · discussion).** Why?",
     "## References\n\nNot counted at all, these words.",
 ]
 
@@ -62,8 +61,9 @@ def test_prose_words_puts_each_block_in_its_part(tmp_path):
     # title 5 + 6, the admonition's title and text 1 + 4; the dropdown's title 2 and text 3
     assert counts["main line"] == 5 + 6 + 1 + 4
     assert counts["deeper blocks"] == 2 + 3
-    # the heading; each label with its statement: 7, 5 (the check is one word), 3
-    assert counts["exercises"] == 1 + 7 + 5 + 3
+    # the heading; each label with its statement (the dot is no word, the use one; the
+    # check one): 8, 6, 4
+    assert counts["exercises"] == 1 + 8 + 6 + 4
     # "Solution" and its 5 words; "Hints" and its 2
     assert counts["solutions"] == 1 + 5 + 1 + 2
 
@@ -77,16 +77,27 @@ def test_exercise_table_reads_kind_self_check_and_what_each_suits(tmp_path):
     assert table["suits"].to_list() == ["quiz", "homework", "discussion"]
 
 
-@pytest.mark.parametrize("n, suits", [(150, "quiz"), (151, "homework")])
-def test_a_pen_and_paper_exercise_is_a_quiz_question_up_to_150_words_of_solution(
-    tmp_path, n, suits
+@pytest.mark.parametrize("suits", teaching.SUITS)
+def test_what_an_exercise_suits_is_what_its_label_says_whatever_its_length(
+    tmp_path, suits
 ):
-    solution = "```{dropdown} Solution\n" + "word " * (n - 1) + "\n```"
+    solution = "```{dropdown} Solution\n" + "word " * 400 + "\n```"
     path = notebook(
-        tmp_path, "09-toy.ipynb", "## Exercises\n\n**1 (pen and paper).** Q", solution
+        tmp_path,
+        "09-toy.ipynb",
+        f"## Exercises\n\n**1 (pen and paper · {suits}).** Prove three things.",
+        solution,
     )
     row = teaching.exercise_table([path]).loc[("09", 1)]
-    assert row["solution (words)"] == n and row["suits"] == suits
+    assert row["kind"] == "pen and paper" and row["suits"] == suits
+    assert row["solution (words)"] == 401
+
+
+@pytest.mark.parametrize("label", ["pen and paper", "code · lecture", "code ·"])
+def test_a_label_that_does_not_say_what_the_exercise_suits_is_an_error(tmp_path, label):
+    path = notebook(tmp_path, "09-toy.ipynb", f"## Exercises\n\n**1 ({label}).** Q")
+    with pytest.raises(ValueError, match="exercise 1's label .* does not say"):
+        teaching.exercise_table([path])
 
 
 def test_bad_input_says_what_is_wrong(tmp_path):
@@ -116,8 +127,10 @@ def test_the_books_exercises_are_all_listed_and_their_checks_are_keyed():
         numbers = [int(n) for n in re.findall(r"^\*\*(\d+)", section, re.M)]
         assert table.loc[path.name[:2]].index.to_list() == numbers, path.name
     keys = {k for cell in table["self-check"] if cell != "–" for k in cell.split(", ")}
-    assert keys and keys <= set(answer_key()), keys - set(answer_key())
+    known = {*exercises._answer_key(), *exercises._BUILDS}
+    assert keys and keys <= known, keys - known
     assert set(table["kind"]) <= {"pen and paper", "code", "open", "code, open"}
+    assert set(table["suits"]) <= set(teaching.SUITS)
 
 
 def test_student_links_are_the_readmes():
