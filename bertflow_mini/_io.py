@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -25,24 +27,24 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success it is renamed onto ``target`` in one step.
 
     Readers see either the old file or the complete new one, never a partial write; on an
-    exception the temporary file is removed and ``target`` is left as it was.
+    exception the temporary file is removed and ``target`` is left as it was. The new file gets
+    the target's mode, or the one ``open`` would give it (the kernel applies the umask).
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-    )
-    os.close(fd)
-    tmp_path = Path(tmp)
+    for _ in range(100):
+        tmp_path = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            os.close(os.open(tmp_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"no free temporary name beside {target}")
     try:
         yield tmp_path
-        # mkstemp creates the file private (0600); give it the target's mode, or the usual one
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(
-            tmp_path,
-            target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~umask,
-        )
+        if target.exists():
+            os.chmod(tmp_path, target.stat().st_mode & 0o777)
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
@@ -66,7 +68,14 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     )
     try:
         yield staging
-        if not target.exists():
-            os.replace(staging, target)
+        try:
+            # one step: rename(2) onto an existing non-empty folder fails, never merges
+            os.rename(staging, target)
+        except OSError as error:
+            if (
+                error.errno not in (errno.EEXIST, errno.ENOTEMPTY)
+                or not target.is_dir()
+            ):
+                raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from bertflow_mini._io import atomic_path, cache_dir
+from bertflow_mini._io import atomic_dir, atomic_path, cache_dir
 
 
 def test_atomic_path_replaces_whole_and_keeps_the_mode(tmp_path):
@@ -53,3 +53,26 @@ def test_cache_dir_honours_the_env_var(tmp_path, monkeypatch):
         cache_dir("embeddings") == tmp_path / "c" / "embeddings"
         and (tmp_path / "c" / "embeddings").is_dir()
     )
+
+
+def test_a_folder_published_first_is_kept_whole_and_the_later_one_dropped(tmp_path):
+    """Two writers of the same run: the one that finishes first wins; the other's files are not
+    merged into it and its staging folder disappears, without an error."""
+    target = tmp_path / "run"
+    with atomic_dir(target) as slow:
+        (slow / "weights").write_text("slow")
+        (slow / "only-slow").write_text("x")
+        with atomic_dir(target) as fast:
+            (fast / "weights").write_text("fast")
+        assert (target / "weights").read_text() == "fast"
+    assert sorted(p.name for p in target.iterdir()) == ["weights"]
+    assert (target / "weights").read_text() == "fast"
+    assert os.listdir(tmp_path) == ["run"]
+
+
+def test_a_failed_folder_write_leaves_nothing(tmp_path):
+    with pytest.raises(RuntimeError):
+        with atomic_dir(tmp_path / "run") as staging:
+            (staging / "half").write_text("x")
+            raise RuntimeError("crash")
+    assert os.listdir(tmp_path) == []
