@@ -7,6 +7,7 @@
 #                 numbers within their stated tolerances), build the HTML book with warnings as errors
 #                 and check it in headless Chromium
 #   make html     build the HTML book from the committed outputs, executing nothing
+#   make student-html  the same without the solutions (for students), in _build/student-html/
 #   make refresh  (maintainers) re-execute every chapter in place: the committed outputs
 PYTHON ?= python3
 VENV   ?= .venv
@@ -48,12 +49,13 @@ PARALLEL = -n $(WORKERS) --dist loadfile
 # the training runs (pretraining, SimCSE) pin their own thread count whatever this says.
 ONE_THREAD = OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
-.PHONY: all install browser-deps cache book html release editions student refresh test test-colab test-floors unit lint lock test-portability clean help
+.PHONY: all install browser-deps cache book html student-html release editions student refresh test test-colab test-floors unit lint lock test-portability clean help
 all: help
 help:
 	@echo "make book    - set up, execute the chapters into $(EXECUTED)/ (what changed), build the HTML book"
 	@echo "make test    - set up and run every test (units, chapters through nbval, HTML build, browser check)"
 	@echo "make html    - build the HTML book from the committed outputs (no execution)"
+	@echo "make student-html - the HTML book without solutions, for students ($(STUDENT_HTML)/)"
 	@echo "make release - the released weights, their checksums, the editions and the wheel ($(BUILD)/release)"
 	@echo "make editions - write the Colab and student editions (book/colab, book/student) from the chapters"
 	@echo "make student - write the student editions only (book/student: no solutions)"
@@ -127,6 +129,16 @@ book: $(addprefix $(EXECUTED)/,$(CHAPTERS) $(BOOK_FILES)) | $(VENV)/.installed-b
 html: $(VENV)/.installed-book
 	$(VENV)/bin/jupyter-book build . --path-output $(BUILD) --warningiserror --keep-going -q
 	@echo "The book (committed outputs) is at file://$(abspath $(BUILD))/_build/html/index.html"
+
+# The same book for students: its sources copied into $(STUDENT_HTML) without the solutions (the
+# student editions' rules: Solution dropdowns, the Exercises section's hidden cells) and without the
+# teachers' page, each Colab button opening the student edition; built there from the committed
+# outputs (bertflow_mini.chapters.editions.write_student_book).
+STUDENT_HTML := $(BUILD)/student-html
+student-html: $(VENV)/.installed-book
+	$(PY) -m bertflow_mini.chapters.editions --student-book $(STUDENT_HTML)
+	$(VENV)/bin/jupyter-book build $(STUDENT_HTML) --warningiserror --keep-going -q
+	@echo "The student book is at file://$(abspath $(STUDENT_HTML))/_build/html/index.html"
 
 # The Colab edition (no MyST, no outputs, the install pinned to v<version>) and the student edition
 # (the same without solutions) of every chapter and the results page, generated from book/*.ipynb
