@@ -61,7 +61,7 @@ help:
 	@echo "make student - write the student editions only (book/student: no solutions)"
 	@echo "make refresh - (maintainers) re-execute the chapters in place, rewriting their committed outputs"
 	@echo "make test-portability - the chapters' checks under other BLAS kernels and thread counts"
-	@echo "make test-colab - every chapter as a Colab reader runs it (wheel, bert-base's shape)"
+	@echo "make test-colab - every chapter as a Colab reader runs it (wheel, release; then bert-base's shape)"
 	@echo "make test-floors - the unit tests and chapter 0 at the lowest versions pyproject.toml allows"
 
 # The package's extras (`book` to build the book; for `make test` also `test` and `bench`), every
@@ -193,8 +193,8 @@ lint: $(VENV)/.installed-test
 
 # Lint and unit tests first (fast failures, before pretraining), then the cache, the chapters through
 # nbval, then the HTML book built with warnings as errors and opened in headless Chromium (tests
-# marked `html`). The Colab simulation (every chapter from a wheel, on bert-base's exact shape) runs
-# under `make test-colab`: it takes longer than the rest of the suite together on two cores.
+# marked `html`). The Colab simulation (every chapter from a wheel, on the book's model and on
+# bert-base's exact shape) runs under `make test-colab`: it takes longer than the rest of the suite.
 test: lint $(VENV)/.installed-test browser-deps
 	$(ONE_THREAD) $(call pytest,tests -m "$(UNIT_MARKERS)" -n $(WORKERS))
 	$(MAKE) --no-print-directory cache
@@ -203,8 +203,10 @@ test: lint $(VENV)/.installed-test browser-deps
 	$(call pytest,tests -m html)
 
 # Every chapter as a Colab reader runs it: the package installed from its wheel into a fresh
-# virtualenv, a stand-in google.colab, bert-base-uncased and the MultiBERTs names served at their
-# exact shapes (random weights) from $$BERTFLOW_MODELS, the first 20 pairs of every split.
+# virtualenv with a stand-in google.colab and an empty cache; on the book's model, its weights
+# fetched from the release (packed from the cache, served from localhost); then switched to
+# bert-base-uncased (it and the MultiBERTs names at their exact shapes, random weights, from
+# $$BERTFLOW_MODELS; the first 20 pairs of every split). benchmarks/bench_colab.py times the first.
 test-colab: $(VENV)/.installed-test cache
 	$(call pytest,tests/test_colab_path.py -m colab -p no:randomly)
 
