@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 
 def check_matrix(
-    x, name: str = "x", dim: int | None = None, min_rows: int = 1
+    x: npt.ArrayLike | torch.Tensor,
+    name: str = "x",
+    dim: int | None = None,
+    min_rows: int = 1,
 ) -> np.ndarray:
     """Return ``x`` as a 2-D float array, or raise ``ValueError``.
 

@@ -23,7 +23,7 @@ def cache_dir(*parts: str) -> Path:
 
 
 @contextmanager
-def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
+def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success it is renamed onto ``target`` in one step.
 
     Readers see either the old file or the complete new one, never a partial write; on an
@@ -52,7 +52,7 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
 
 
 @contextmanager
-def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
+def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield an empty staging folder beside ``target``; on success it is renamed onto ``target``.
 
     The folder appears complete or not at all. When ``target`` already exists on success (another

@@ -26,9 +26,9 @@ def gradient_step(
     if clip_norm is not None and parameters is None:
         raise ValueError("clip_norm needs the parameters whose gradients it clips")
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    loss.backward()  # type: ignore[no-untyped-call]  # unannotated in torch
     if clip_norm is not None:
-        torch.nn.utils.clip_grad_norm_(parameters, clip_norm, foreach=foreach)  # type: ignore[arg-type]
+        torch.nn.utils.clip_grad_norm_(parameters, clip_norm, foreach=foreach)  # type: ignore[arg-type]  # not None: checked above
     optimizer.step()
     if scheduler is not None:
         scheduler.step()

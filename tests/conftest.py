@@ -73,7 +73,8 @@ def _private_cache(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every test gets its own empty embedding/data cache (its ``tmp_path``), never ~/.cache and never
-    another test's: a test cannot pass or fail because of what an earlier test cached.
+    another test's: a test cannot pass or fail because of what an earlier test cached. The book's
+    release is an address that refuses at once: no test reaches the network.
 
     Tests marked ``notebook``, ``browser`` or ``warm_cache`` keep the real cache: they check the
     chapters (or the CLI) as ``make test`` runs them, on the cache that ``make cache`` warmed.
@@ -83,6 +84,8 @@ def _private_cache(
     monkeypatch.setenv(
         "BERTFLOW_CACHE", str(request.getfixturevalue("tmp_path") / "cache")
     )
+    # the book's release, where a build would fetch from: refused at once (the discard port)
+    monkeypatch.setenv("BERTFLOW_RELEASE", "http://127.0.0.1:9/")
 
 
 class StopTraining(Exception):

@@ -59,7 +59,7 @@ PAPER_ROWS = {
     "whitening-256 (target)": (71.43, 63.89),
 }
 #: Package modules that only build the book (``make book``): they may need the ``book`` extra.
-BOOK_TOOLS = {"execute", "editions", "colab_edition", "myst_markdown"}
+BOOK_TOOLS = {"execute", "editions", "colab_edition", "myst_markdown", "publish"}
 
 
 @pytest.fixture(scope="module")

@@ -168,7 +168,7 @@ def glue(name: str, value: object, display: bool = True) -> None:
             except ImportError:
                 # plain Python
                 show = print  # type: ignore[assignment]
-            show(value)
+            show(value)  # type: ignore[no-untyped-call]  # unannotated in IPython
         return
     myst_glue(name, value, display=display)
 

@@ -81,9 +81,12 @@ def shown_on_request(source: str) -> str:
     """A solution cell's code opened by ``bf.solution`` and a Colab tick box (off): *Run all*
     computes what later cells need and shows nothing; ticked, the cell shows what the chapter's
     does."""
+    # a definition after statements takes two blank lines (PEP 8, as ruff formats it)
+    gap = "\n\n" if source.lstrip().startswith(("def ", "class ", "@")) else ""
     return (
         'show_solution = False  # @param {type:"boolean"}\n'
         "bf.solution(show_solution)  # unticked: the cell runs and shows nothing\n"
+        + gap
         + source
     )
 

@@ -122,7 +122,8 @@ def ppmi_row_cosines(counts: np.ndarray) -> np.ndarray:
     ppmi = np.where(np.isfinite(P) & (P > 0), P, 0.0)
     norms = np.linalg.norm(ppmi, axis=1, keepdims=True)
     unit = np.divide(ppmi, norms, out=np.zeros_like(ppmi), where=norms > 0)
-    return unit @ unit.T
+    result: np.ndarray = unit @ unit.T
+    return result
 
 
 def second_order_percentile(

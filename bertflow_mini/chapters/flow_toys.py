@@ -6,6 +6,8 @@ the chapter shows (``tests/chapters/test_flow_toys.py``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -13,6 +15,9 @@ from scipy import stats
 from torch.autograd.functional import jacobian
 
 from bertflow_mini.postprocess.flow import ActNorm, Coupling, Glow
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def make_cone(n: int, seed: int = 0) -> np.ndarray:
@@ -58,7 +63,7 @@ def randomize(
             )
     for m in module.modules():
         if isinstance(m, ActNorm):
-            m.initialized.fill_(True)  # type: ignore[operator]
+            m.initialized.fill_(True)
             m._ready = True
     return module
 
@@ -73,7 +78,7 @@ def check_block(block: torch.nn.Module, x: torch.Tensor) -> dict[str, float]:
         back, inverse_logdet = block.inverse(y)  # type: ignore[operator]
     brute = torch.stack(
         [
-            torch.linalg.slogdet(jacobian(lambda v: block(v[None])[0][0], v))[1]
+            torch.linalg.slogdet(jacobian(lambda v: block(v[None])[0][0], v))[1]  # type: ignore[no-untyped-call]  # unannotated in torch
             for v in x
         ]
     )
@@ -154,11 +159,12 @@ def latent(flow: torch.nn.Module, x: np.ndarray) -> np.ndarray:
     """``f(x)`` of a fitted flow, on whatever device the flow lives on, back as a NumPy array."""
     param = next(flow.parameters())
     with torch.no_grad():
-        return (
+        result: np.ndarray = (
             flow.eval()(torch.as_tensor(x, dtype=param.dtype, device=param.device))[0]
             .cpu()
             .numpy()
         )
+        return result
 
 
 def sample(flow: Glow, n: int, seed: int = 0) -> np.ndarray:
@@ -166,7 +172,7 @@ def sample(flow: Glow, n: int, seed: int = 0) -> np.ndarray:
     return flow.sample(n, generator=torch.Generator().manual_seed(seed)).cpu().numpy()
 
 
-def plot_before_after(block: torch.nn.Module, x: np.ndarray, title: str) -> plt.Figure:
+def plot_before_after(block: torch.nn.Module, x: np.ndarray, title: str) -> Figure:
     """Scatter a 2-D cloud before and after ``block``; colour follows each point so you can track it."""
     block = block.float().eval()
     with torch.no_grad():

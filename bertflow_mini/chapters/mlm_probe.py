@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import scipy.special
@@ -37,20 +38,31 @@ from bertflow_mini.encoders.checkpoints import checkpoint_token_counts, load_mlm
 from bertflow_mini.encoders.mlm import pad_batch
 from bertflow_mini.encoders.names import BOOK_MODEL
 
+if TYPE_CHECKING:
+    from transformers import BertForMaskedLM, PreTrainedTokenizerBase
 
-def head_by_hand(model, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    from bertflow_mini.encoders.pretrain import Recipe
+
+
+def head_by_hand(
+    model: BertForMaskedLM, hidden: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(h̃, logits)`` for last-layer vectors ``hidden`` (n, d): ``h̃ = LayerNorm(GELU(W h + a))``,
     ``logits = h̃ Eᵀ + b`` with ``E`` the (tied) input embeddings and ``b`` the output bias."""
     head = model.cls.predictions
     t = head.transform
     h_tilde = t.LayerNorm(torch.nn.functional.gelu(t.dense(hidden)))
-    E = model.get_input_embeddings().weight
+    # torch types a submodule's attribute as Tensor | Module: an embedding's weight is a Tensor
+    E = cast(torch.Tensor, model.get_input_embeddings().weight)
     return h_tilde, h_tilde @ E.T + head.bias
 
 
-def output_bias(model) -> np.ndarray:
+def output_bias(model: BertForMaskedLM) -> np.ndarray:
     """The MLM head's per-token output bias ``b_x``, shape (vocab,)."""
-    return model.cls.predictions.bias.detach().cpu().numpy().astype(np.float64)
+    result: np.ndarray = (
+        model.cls.predictions.bias.detach().cpu().numpy().astype(np.float64)
+    )
+    return result
 
 
 def bias_vs_frequency(bias: np.ndarray, counts: np.ndarray) -> dict[str, float]:
@@ -114,14 +126,14 @@ class Contexts:
         """Corpus ``log p(x|c) = log N[c, x] − log N[c]``; ``−inf`` where ``N[c, x] < min_count``."""
         N = self.counts.astype(np.float64)
         with np.errstate(divide="ignore"):
-            out = np.log(N) - np.log(N.sum(axis=1, keepdims=True))
+            out: np.ndarray = np.log(N) - np.log(N.sum(axis=1, keepdims=True))
         out[N < min_count] = -np.inf
         return out
 
 
 def _trigrams(seqs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
     """(left, middle, right, sequence, position) of every inner token of every sequence."""
-    parts: list[list] = [[], [], [], [], []]
+    parts: list[list[np.ndarray]] = [[], [], [], [], []]
     for n, s in enumerate(seqs):
         s = np.asarray(s, dtype=np.int64)
         if len(s) < 3:
@@ -204,7 +216,7 @@ class ContextLogits:
 
 @torch.no_grad()
 def context_logits(
-    model,
+    model: BertForMaskedLM,
     seqs: Sequence[np.ndarray],
     contexts: Contexts,
     *,
@@ -313,7 +325,7 @@ def _unpack(flat: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
     return [flat[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
 
 
-def held_out_sequences(recipe=None) -> tuple[list[np.ndarray], int]:
+def held_out_sequences(recipe: Recipe | None = None) -> tuple[list[np.ndarray], int]:
     """The token ids of the sentences a ``scratch-bert`` recipe holds out (the share
     :func:`training_sequences` leaves out), minus any whose ids equal a training sequence's (two
     sentences that differ only in case or accents tokenise alike under an uncased vocabulary); and
@@ -331,7 +343,10 @@ def held_out_sequences(recipe=None) -> tuple[list[np.ndarray], int]:
 
 
 def model_token_counts(
-    model_name: str, mlm, seqs: Sequence[np.ndarray], tokenizer
+    model_name: str,
+    mlm: BertForMaskedLM,
+    seqs: Sequence[np.ndarray],
+    tokenizer: PreTrainedTokenizerBase,
 ) -> tuple[np.ndarray, str]:
     """How often each of ``mlm``'s tokens occurred in its training data, and where the counts come from.
 
@@ -354,7 +369,9 @@ def model_token_counts(
     )
 
 
-def training_sequences(recipe=None, *, cache: bool = True) -> list[np.ndarray]:
+def training_sequences(
+    recipe: Recipe | None = None, *, cache: bool = True
+) -> list[np.ndarray]:
     """The token ids of the sentences a ``scratch-bert`` recipe trains on (its corpus minus the
     held-out share), tokenised exactly as :func:`bertflow_mini.encoders.pretrain.pretrain` does. Tokenising
     ~200k sentences takes a while on a small CPU, so the result is cached, keyed by the recipe."""

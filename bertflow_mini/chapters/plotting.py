@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+
+if TYPE_CHECKING:
+    from matplotlib.animation import Animation, FuncAnimation
+    from matplotlib.axes import Axes
+    from matplotlib.collections import PathCollection
+    from matplotlib.figure import Figure
 
 #: One colour per role, used consistently across chapters.
 # seen / unseen: tokens the corpus does / does not hold
@@ -42,8 +48,11 @@ def set_style() -> None:
 
 
 def cosine_histograms(
-    samples: dict[str, np.ndarray], ax=None, bins: int = 60, title: str | None = None
-):
+    samples: dict[str, np.ndarray],
+    ax: Axes | None = None,
+    bins: int = 60,
+    title: str | None = None,
+) -> Axes:
     """Overlaid density histograms of cosine similarities, one per named sample, on a shared [-1, 1] axis."""
     ax = ax or plt.gca()
     for name, values in samples.items():
@@ -65,7 +74,7 @@ def cosine_histograms(
     return ax
 
 
-def offline_jshtml(anim, **kwargs) -> str:
+def offline_jshtml(anim: Animation, **kwargs: Any) -> str:
     """``anim.to_jshtml()`` with no external file, for a book read offline.
 
     Matplotlib's player links Font Awesome from a CDN only for its nine button icons; drop that
@@ -89,8 +98,11 @@ def offline_jshtml(anim, **kwargs) -> str:
 
 
 def basis_animation(
-    B: np.ndarray, points: dict[str, np.ndarray], n_frames: int = 16, size=(8.4, 4.4)
-):
+    B: np.ndarray,
+    points: dict[str, np.ndarray],
+    n_frames: int = 16,
+    size: tuple[float, float] = (8.4, 4.4),
+) -> FuncAnimation:
     """A 3-D animation of coordinate vectors ``points`` drawn in the basis (1 − s)·I + s·B as s goes
     0 → 1, with their coordinate and true cosines printed beside each frame (Chapter 2). The axes
     are the orthonormal reference frame e1, e2, e3; basis vectors are labelled at their midpoints
@@ -150,13 +162,13 @@ def basis_animation(
 
 
 def frequency_norm_scatter(
-    ax,
+    ax: Axes,
     freq: np.ndarray,
     norms: np.ndarray,
     title: str,
     color: str = "C0",
     xlabel: str = "log$_{10}$ word frequency (wordfreq)",
-):
+) -> Axes:
     """Word-level scatter of log10 frequency against embedding norm, with the median norm per
     half-decade bin (bins of fewer than 20 words are not drawn). Frequencies must be > 0."""
     freq, norms = np.asarray(freq, dtype=float), np.asarray(norms, dtype=float)
@@ -181,14 +193,14 @@ def frequency_norm_scatter(
 
 
 def projection_scatter(
-    ax,
+    ax: Axes,
     P: np.ndarray,
     title: str,
     color: np.ndarray | None = None,
     n_show: int = 4000,
     seed: int = 0,
-    **kwargs,
-):
+    **kwargs: Any,
+) -> PathCollection:
     """Scatter of 2-D coordinates ``P`` (at most ``n_show`` random rows), the origin marked by a cross;
     ``color`` (one value per row) is drawn with viridis, lowest values first so the highest (e.g. the
     frequent words, a minority) are not buried under the rest. Returns the scatter, for a colour bar."""
@@ -222,7 +234,11 @@ def projection_scatter(
 # --------------------------------------------------------------------------------------
 # What pretraining earns, and the scale curve (bertflow_mini.evaluation.earned, .scale)
 # --------------------------------------------------------------------------------------
-def plot_earned(table: pd.DataFrame, task: str = "Avg.", ax=None):
+def plot_earned(
+    table: pd.DataFrame,
+    task: str = "Avg.",
+    ax: Axes | Sequence[Axes] | np.ndarray | None = None,
+) -> list[Axes]:
     """The earned points of one ``task`` (default ``Avg.``), a panel per pooling, x =
     checkpoint, a colour per method; whiskers: the bootstrap interval where both
     sides are ours, else ± the control's init-seed sd. A dashed line at 0: no gain
@@ -243,7 +259,8 @@ def plot_earned(table: pd.DataFrame, task: str = "Avg.", ax=None):
         )
         axes = list(ax[0])
     else:
-        axes = list(np.atleast_1d(ax))
+        # numpy's stubs take array-likes only; an Axes becomes a one-element object array
+        axes = list(np.atleast_1d(ax))  # type: ignore[arg-type]
     if len(axes) != len(poolings):
         raise ValueError(
             f"need {len(poolings)} axes (one per pooling), got {len(axes)}"
@@ -279,7 +296,16 @@ def plot_earned(table: pd.DataFrame, task: str = "Avg.", ax=None):
     return axes
 
 
-def _scale_runs(ax, gaps, pooling, task, methods, corpora, x: str, y: str) -> None:
+def _scale_runs(
+    ax: Axes,
+    gaps: pd.DataFrame,
+    pooling: str,
+    task: str,
+    methods: Sequence[str],
+    corpora: Sequence[str],
+    x: str,
+    y: str,
+) -> None:
     """Each method's runs of one (pooling, task) panel: ``y`` against ``x``, a marker per
     corpus, whiskers ± the gap's sd over seeds, in the method's colour."""
     for i, method in enumerate(methods):
@@ -302,7 +328,7 @@ def _scale_runs(ax, gaps, pooling, task, methods, corpora, x: str, y: str) -> No
                 )
 
 
-def _scale_axis(ax, gaps, x: str) -> None:
+def _scale_axis(ax: Axes, gaps: pd.DataFrame, x: str) -> None:
     """A log ``x`` axis with a tick at each run's length."""
     ax.set_xscale("log")
     ticks = sorted(set(gaps[x]))
@@ -316,7 +342,7 @@ def plot_scale_curve(
     tasks: Sequence[str] = ("STSB", "Avg."),
     methods: Sequence[str] = ("whitening", "flow"),
     x: str = "wordpieces",
-):
+) -> Figure:
     """Score against ``x`` — wordpieces seen or pretraining ``"steps"`` — on a log
     scale with a tick at each run, a panel per (pooling, task): each method's
     pretrained runs in its colour from :data:`COLORS` (a marker per corpus, joined;
@@ -377,7 +403,7 @@ def plot_scale_gaps(
     tasks: Sequence[str] = ("STSB", "Avg."),
     methods: Sequence[str] = ("whitening", "flow"),
     x: str = "wordpieces",
-):
+) -> Figure:
     """The scale curve as gaps: each run's ``gap`` (pretrained − its own step 0, from
     :func:`bertflow_mini.evaluation.scale.scale_gaps`) against ``x`` — wordpieces seen
     or pretraining ``"steps"`` — on a log scale, a panel per (pooling, task), each

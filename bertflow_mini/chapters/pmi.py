@@ -23,6 +23,7 @@ Convention throughout: matrices are ``(n_contexts, n_tokens)``; row ``c`` is a c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.special
@@ -60,7 +61,10 @@ def make_joint(
     B = rng.normal(size=(n_tokens, rank)) / rank**0.25
     logits = A @ B.T + noise * rng.normal(size=(n_contexts, n_tokens))
     logits -= zipf_s * np.log(np.arange(1, n_tokens + 1))[None, :]
-    return scipy.special.softmax(logits.ravel()).reshape(n_contexts, n_tokens)
+    result: np.ndarray = scipy.special.softmax(logits.ravel()).reshape(
+        n_contexts, n_tokens
+    )
+    return result
 
 
 def sample_corpus(
@@ -105,7 +109,8 @@ def _probabilities(counts_or_joint: np.ndarray, smoothing: float) -> np.ndarray:
     P = P + smoothing
     if P.sum() <= 0:
         raise ValueError("all counts are zero")
-    return P / P.sum()
+    result: np.ndarray = P / P.sum()
+    return result
 
 
 def log_marginal(
@@ -113,7 +118,10 @@ def log_marginal(
 ) -> np.ndarray:
     """``log p(x)`` (``axis=0``, summing over contexts) or ``log p(c)`` (``axis=1``), after add-``smoothing``."""
     with np.errstate(divide="ignore"):
-        return np.log(_probabilities(counts_or_joint, smoothing).sum(axis=axis))
+        result: np.ndarray = np.log(
+            _probabilities(counts_or_joint, smoothing).sum(axis=axis)
+        )
+        return result
 
 
 def pmi_matrix(counts_or_joint: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
@@ -124,11 +132,12 @@ def pmi_matrix(counts_or_joint: np.ndarray, smoothing: float = 0.0) -> np.ndarra
     """
     P = _probabilities(counts_or_joint, smoothing)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (
+        result: np.ndarray = (
             np.log(P)
             - np.log(P.sum(axis=1, keepdims=True))
             - np.log(P.sum(axis=0, keepdims=True))
         )
+        return result
 
 
 # ----------------------------------------------------------------------------- the softmax model
@@ -146,7 +155,8 @@ class SoftmaxModel:
     def logits(self) -> np.ndarray:
         """``h_cᵀw_x (+ b_x)`` for every context and token."""
         out = self.H @ self.W.T
-        return out if self.b is None else out + self.b[None, :]
+        result: np.ndarray = out if self.b is None else out + self.b[None, :]
+        return result
 
 
 def train_softmax_on_counts(
@@ -221,7 +231,7 @@ def train_softmax_model(
 
 def regress_logits_on_pmi(
     logits: np.ndarray, pmi: np.ndarray, log_px: np.ndarray
-) -> dict:
+) -> dict[str, Any]:
     """Fit ``logits[c, x] ≈ a · (PMI[c, x] + log p(x)) + λ_c`` and report how well it holds.
 
     Softmax is shift-invariant: adding ``λ_c`` to every logit of context ``c`` leaves ``p(·|c)`` unchanged,
@@ -305,7 +315,9 @@ def fit_report(
     }
 
 
-def regress_logits_on_terms(logits: np.ndarray, terms: dict[str, np.ndarray]) -> dict:
+def regress_logits_on_terms(
+    logits: np.ndarray, terms: dict[str, np.ndarray]
+) -> dict[str, Any]:
     """Fit ``logits[c, x] ≈ Σ_k a_k · terms[k][c, x] + λ_c``: one slope per term, a free constant
     per context (removed, as in :func:`regress_logits_on_pmi`, by centring each context's row over
     the cells where every term is finite). Returns ``slopes`` (a dict), ``r2`` and ``n_cells``.
@@ -326,11 +338,12 @@ def regress_logits_on_terms(logits: np.ndarray, terms: dict[str, np.ndarray]) ->
 
     def centred(M: np.ndarray) -> np.ndarray:
         M = np.where(ok, M, 0.0)
-        return (
+        result: np.ndarray = (
             M
             - M.sum(axis=1, keepdims=True)
             / np.maximum(ok.sum(axis=1, keepdims=True), 1)
         )[ok]
+        return result
 
     y = centred(L)
     X = np.column_stack([centred(v) for v in T.values()])
@@ -351,7 +364,7 @@ def split_half_ceiling(
     half_b: np.ndarray,
     cells: np.ndarray | None = None,
     offset: np.ndarray | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The highest ``R²`` any predictor can reach against an empirical ``log p(x|c)``.
 
     ``half_a`` and ``half_b`` count the same (context, token) cells in two disjoint
@@ -391,7 +404,7 @@ def split_half_ceiling(
 
 def split_half_reliability(
     half_a: np.ndarray, half_b: np.ndarray, cells: np.ndarray | None = None
-) -> dict:
+) -> dict[str, Any]:
     """Spearman–Brown reliability of a per-cell estimate made from two disjoint halves.
 
     ``half_a`` and ``half_b`` hold the same ``(n_contexts, n_tokens)`` quantity (say, a

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,9 @@ from bertflow_mini.encoders.pooling import LAYER_COMBINES, TOKEN_POOLINGS, parse
 from bertflow_mini.evaluation.entailment import auc
 from bertflow_mini.evaluation.sts import score_pairs, spearman
 from bertflow_mini.evaluation.vectors import cosine_scores
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 def random_pairs(n_items: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -141,7 +144,10 @@ def pooling_grid_table(
 
 # ------------------------------------------------------------------- frequent tokens left out
 def most_frequent_tokens(
-    tokenizer, sentences: Sequence[str], k: int, max_length: int = 64
+    tokenizer: PreTrainedTokenizerBase,
+    sentences: Sequence[str],
+    k: int,
+    max_length: int = 64,
 ) -> np.ndarray:
     """The ids of the ``k`` tokens that occur most often in ``sentences`` as ``tokenizer`` splits them
     ([CLS] and [SEP] included: they are in every sentence), most frequent first; ties go to the

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bertflow_mini.data.corpus import WORDNET_FILES, _open_text
 from bertflow_mini.data.layout import data_root
+from bertflow_mini.data.wordnet import WORDNET_FILES
+from bertflow_mini.data.wordnet import open_text as _open_text
 
 _WORD = re.compile(r"[A-Za-z]+")
 # "galore(ip)": a syntactic marker on some adjectives

@@ -27,7 +27,7 @@ from bertflow_mini.data.pairs import canonical_task
 from bertflow_mini.encoders.names import default_model
 
 
-def _pooling(text: str):
+def _pooling(text: str) -> str | tuple[int, ...]:
     """``"first-last-avg"`` stays a name; ``"1,12"`` becomes the layer tuple ``(1, 12)``."""
     if text and all(part.strip().lstrip("-").isdigit() for part in text.split(",")):
         return tuple(int(p) for p in text.split(","))
@@ -219,7 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _fill_default_models(args)
     try:
-        return args.func(args)
+        status: int = args.func(args)
+        return status
     # missing data/model, bad input: one clear line, no traceback
     except (
         OSError,

@@ -7,8 +7,14 @@ import argparse
 import json
 import math
 from dataclasses import asdict
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from bertflow_mini.encoders.encoder import Encoder
 
 MODEL_FORMS = (
     "a short name (scratch-bert, scratch-bert@0/@25/@50, <name>@0 for random weights, <name>+simcse, "
@@ -16,12 +22,12 @@ MODEL_FORMS = (
 )
 
 
-def _default_pooling(encoder) -> str:
+def _default_pooling(encoder: Encoder) -> str:
     """Averaged word vectors for GloVe; the paper's first-last average for transformers."""
     return "first-last-avg" if encoder.is_transformer else "avg"
 
 
-def _load(name: str):
+def _load(name: str) -> Encoder:
     """The encoder called ``name``, built first when this machine makes it (pretraining, SimCSE).
     An error about the name itself (it names it: no such folder, not on the hub, no such
     checkpoint) also says what ``--model`` takes; others (missing data while training) pass
@@ -230,7 +236,8 @@ def cmd_simcse(args: argparse.Namespace) -> int:
         name = simcse_name(base_name, seed)
         # built (fine-tuned) on first use
         encoder = _load(name)
-        losses, info = training_log_of(name)
+        # a SimCSE run's log: the loss per step
+        losses, info = cast("tuple[np.ndarray, dict[str, Any]]", training_log_of(name))
         print(
             f"{name}: {len(losses)} steps, loss {losses[:10].mean():.3f} -> {losses[-10:].mean():.3f}, "
             f"trained in {info['seconds'] / 60:.1f} min  [{encoder.source}]"

@@ -34,7 +34,6 @@ import numpy as np
 from bertflow_mini.data.layout import data_root
 from bertflow_mini.data.pairs import TASKS
 from bertflow_mini.data.wordnet import WORDNET_FILES, synset_lines, synset_words
-from bertflow_mini.data.wordnet import open_text as _open_text  # noqa: F401 (chapters.synonyms reads it)
 
 CORPORA = ("wordnet+sts", "wordnet", "sts", "dictionary+sts", "dictionary")
 #: A dictionary entry longer than this (in whitespace words) is split between gloss parts; at about

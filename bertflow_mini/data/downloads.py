@@ -183,7 +183,7 @@ def check_files(folder: Path, source: Source) -> None:
 
 def _copy_local(
     url: str, output_file: str, pooch: object = None, check_only: bool = False
-):
+) -> bool | None:
     """pooch's downloader for ``file://`` URLs (a local copy of an archive): copy it."""
     source = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
     if check_only:

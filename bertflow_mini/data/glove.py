@@ -52,7 +52,8 @@ class GloVe:
 
     @property
     def dim(self) -> int:
-        return self.vectors.shape[1]
+        dim: int = self.vectors.shape[1]
+        return dim
 
     def __len__(self) -> int:
         return len(self.words)
@@ -65,7 +66,8 @@ class GloVe:
             raise KeyError(
                 f"{word!r} is not in the GloVe vocabulary ({len(self)} words)"
             )
-        return self.vectors[self.index[word]]
+        vector: np.ndarray = self.vectors[self.index[word]]
+        return vector
 
 
 _GLOVE_NAMES = (

@@ -17,6 +17,7 @@ import gzip
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -163,7 +164,9 @@ def load_hub_copy(task: str, split: str = "test") -> STSPairs:
     )
 
 
-def read_parquet(path: Path, columns: dict[str, tuple[str, ...]]) -> dict[str, list]:
+def read_parquet(
+    path: Path, columns: dict[str, tuple[str, ...]]
+) -> dict[str, list[Any]]:
     """The columns of a parquet file, each found under the first of its accepted names
     (``columns``: our name → the names a copy may use); an error names ``path`` and what it
     has instead. Needs pyarrow (a dependency; Colab ships it)."""

@@ -72,7 +72,7 @@ def load_cached(path: Path, shape: tuple[int, ...]) -> np.ndarray | None:
     if not path.exists():
         return None
     try:
-        arr = np.load(path, allow_pickle=False, mmap_mode="r")
+        arr: np.ndarray = np.load(path, allow_pickle=False, mmap_mode="r")
         ok = arr.shape == shape and bool(np.isfinite(arr).all())
     except (OSError, ValueError, EOFError) as err:  # truncated or garbled file
         warnings.warn(f"ignoring corrupt embedding cache {path}: {err}", stacklevel=2)

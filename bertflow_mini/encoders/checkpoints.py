@@ -4,6 +4,7 @@ the book's own pretraining saves beside it (``token_counts.npy``)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,14 +12,19 @@ from bertflow_mini._device import default_device
 from bertflow_mini.encoders.loading import load_network
 from bertflow_mini.encoders.names import source_of
 
+if TYPE_CHECKING:
+    from transformers import BertForMaskedLM
 
-def load_mlm(name: str = "scratch-bert", device: str | None = None):
+
+def load_mlm(name: str = "scratch-bert", device: str | None = None) -> BertForMaskedLM:
     """A ``BertForMaskedLM`` with its head, in eval mode on ``device`` (default: a GPU when there is
     one), from a checkpoint name or folder."""
     from transformers import BertForMaskedLM
 
     model = load_network(source_of(name), BertForMaskedLM, name)
-    return model.to(device or default_device())
+    # transformers wraps PreTrainedModel.to with functools.wraps, which loses the method's binding
+    mlm: BertForMaskedLM = model.to(device or default_device())  # type: ignore[arg-type]
+    return mlm
 
 
 def checkpoint_token_counts(name: str = "scratch-bert") -> np.ndarray:
@@ -30,4 +36,5 @@ def checkpoint_token_counts(name: str = "scratch-bert") -> np.ndarray:
             f"{path} does not exist: only checkpoints pretrained by "
             "bertflow_mini.encoders.pretrain carry their corpus' token counts"
         )
-    return np.load(path)
+    counts: np.ndarray = np.load(path)
+    return counts

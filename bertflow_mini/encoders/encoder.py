@@ -14,9 +14,9 @@ Poolings are defined in :mod:`bertflow_mini.encoders.pooling`, the disk cache in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -40,6 +40,11 @@ from bertflow_mini.encoders.pooling import (
     parse_pooling,
 )
 
+if TYPE_CHECKING:
+    from transformers import BatchEncoding, PreTrainedModel, PreTrainedTokenizerBase
+
+    from bertflow_mini.data.glove import GloVe
+
 
 @dataclass
 class Encoder:
@@ -49,9 +54,9 @@ class Encoder:
     source: str  # the folder or hub id it was loaded from
     # identifies the weights: a hash of the weight files, or the hub revision
     fingerprint: str
-    model: Any = None  # transformers.PreTrainedModel (None for GloVe)
-    tokenizer: Any = None
-    glove: Any = None  # bertflow_mini.data.GloVe for the GloVe baseline
+    model: PreTrainedModel | None = None  # None for GloVe
+    tokenizer: PreTrainedTokenizerBase | None = None  # None for GloVe
+    glove: GloVe | None = None  # the GloVe baseline's word vectors
     device: str = "cpu"
     n_layers: int = field(init=False, default=0)
 
@@ -75,6 +80,7 @@ class Encoder:
     def dim(self) -> int:
         if self.glove is not None:
             return int(self.glove.vectors.shape[1])
+        assert self.model is not None
         return int(self.model.config.hidden_size)
 
 
@@ -92,24 +98,31 @@ def _check_sentences(sentences: Sequence[str]) -> list[str]:
     return sentences
 
 
-def tokenized(tokenizer, sentences: Sequence[str], max_length: int, device) -> Any:
+def tokenized(
+    tokenizer: PreTrainedTokenizerBase,
+    sentences: Sequence[str],
+    max_length: int,
+    device: str | torch.device,
+) -> BatchEncoding:
     """``sentences`` as one padded batch of token ids (truncated to ``max_length``) on ``device``:
     the tokenizer's ``BatchEncoding``, ready for ``model(**batch)``."""
-    return tokenizer(
+    batch: BatchEncoding = tokenizer(
         list(sentences),
         padding=True,
         truncation=True,
         max_length=max_length,
         return_tensors="pt",
     ).to(device)
+    return batch
 
 
 def ordered_batches(
     encoder: Encoder, sentences: Sequence[str], max_length: int, batch_size: int
-) -> Iterator[tuple[int, Any, tuple[torch.Tensor, ...]]]:
+) -> Iterator[tuple[int, BatchEncoding, tuple[torch.Tensor, ...]]]:
     """``(start, batch, hidden_states)`` for ``sentences[start : start + batch_size]``, in order:
     ``batch`` is the tokenizer's output on the encoder's device, ``hidden_states`` every layer's
     output. Gradients follow the caller's mode (the callers run under ``torch.no_grad``)."""
+    assert encoder.model is not None and encoder.tokenizer is not None
     for start in range(0, len(sentences), batch_size):
         batch = tokenized(
             encoder.tokenizer,
@@ -130,11 +143,12 @@ def hidden_state_batches(
     max_length: int,
     batch_size: int,
     progress: bool = False,
-) -> Iterator[tuple[np.ndarray, Any, tuple[torch.Tensor, ...]]]:
+) -> Iterator[tuple[np.ndarray, BatchEncoding, tuple[torch.Tensor, ...]]]:
     """``(rows, batch, hidden_states)`` for ``sentences`` in batches of similar length, longest
     first (little padding), without gradients: ``rows`` index ``sentences``, ``batch`` is the
     tokenizer's output on the encoder's device, ``hidden_states`` every layer's output."""
     tok = encoder.tokenizer
+    assert tok is not None and encoder.model is not None
     ids = tok(sentences, truncation=True, max_length=max_length)["input_ids"]
     order = np.argsort([-len(x) for x in ids], kind="stable")
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
@@ -157,7 +171,7 @@ def _forward(
     max_length: int,
     batch_size: int,
     progress: bool,
-    summarise,
+    summarise: Callable[[tuple[torch.Tensor, ...], torch.Tensor], torch.Tensor],
     shape: tuple[int, ...],
 ) -> np.ndarray:
     """One forward pass over ``sentences`` (:func:`hidden_state_batches`); ``summarise(hidden_states,
@@ -182,7 +196,7 @@ def _run_model(
     the masked mean of each of the ``n_layers + 1`` hidden states, and the last layer's [CLS] vector.
     Returns shape ``(n_layers + 2, len(sentences), dim)``; index ``n_layers + 1`` is CLS."""
 
-    def summarise(hs, mask):
+    def summarise(hs: tuple[torch.Tensor, ...], mask: torch.Tensor) -> torch.Tensor:
         return torch.stack([masked_mean(h, mask) for h in hs] + [hs[-1][:, 0]])
 
     shape = (encoder.n_layers + 2, len(sentences), encoder.dim)
@@ -201,7 +215,7 @@ def _run_model_extremes(
     """One forward pass keeping every layer's [CLS] vector and masked max and min over tokens:
     shape ``(3, n_layers + 1, len(sentences), dim)``, the first axis in the order cls, max, min."""
 
-    def summarise(hs, mask):
+    def summarise(hs: tuple[torch.Tensor, ...], mask: torch.Tensor) -> torch.Tensor:
         return torch.stack(
             [torch.stack([f(h, mask) for h in hs]) for f in EXTREMES_POOLS.values()]
         )
@@ -243,6 +257,7 @@ def _layer_summary(
             _run_model_extremes,
         )
     if dropout_seed is not None:
+        assert encoder.model is not None
         rates = sorted(
             {m.p for m in encoder.model.modules() if isinstance(m, torch.nn.Dropout)}
         )
@@ -261,11 +276,12 @@ def _layer_summary(
             # dropout draws on the model's device
             with torch.random.fork_rng(devices=cuda_devices(encoder.device)):
                 torch.manual_seed(dropout_seed)
+                assert encoder.model is not None
                 encoder.model.train()
                 try:
                     summary = run(encoder, unique, max_length, batch_size, progress)
                 finally:
-                    encoder.model.eval()
+                    encoder.model.eval()  # type: ignore[no-untyped-call]  # unannotated in transformers
         if cache:
             save_cached(path, summary)
     return summary
@@ -290,6 +306,7 @@ def _encode(
             )
         from bertflow_mini.encoders.glove import glove_embed
 
+        assert encoder.glove is not None
         return glove_embed(unique, encoder.glove).astype(np.float32)[inverse]
     L = encoder.n_layers
     # validate before any work

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -22,6 +23,9 @@ from bertflow_mini._device import default_device
 from bertflow_mini.encoders.cache import weights_fingerprint
 from bertflow_mini.encoders.encoder import Encoder
 from bertflow_mini.encoders.sources import hub_options, offline_error, short_name
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 
 def load_glove_encoder(name: str = "glove-6B-50d") -> Encoder:
@@ -42,7 +46,7 @@ UNUSED_PARTS = re.compile(r"^(cls\.(predictions|seq_relationship)\.|(bert\.)?poo
 DRAWN_PARTS = re.compile(r"^(bert\.)?pooler\.")
 
 
-def only_unused_parts(info: dict) -> bool:
+def only_unused_parts(info: dict[str, Any]) -> bool:
     """Does a load's ``info`` (``from_pretrained(..., output_loading_info=True)``) differ from a
     perfect match only by :data:`UNUSED_PARTS` left in the checkpoint and :data:`DRAWN_PARTS`
     drawn for the model?"""
@@ -67,7 +71,7 @@ class _Held(logging.Filter):
 
 
 @contextmanager
-def _load_report_checked() -> Iterator[dict]:
+def _load_report_checked() -> Iterator[dict[str, Any]]:
     """Around one ``from_pretrained(..., output_loading_info=True)`` whose info the caller puts in
     the yielded dict under ``"info"``: transformers' report of the weights that the checkpoint and
     the class do not share ("Some weights … were not used", a LOAD REPORT) is dropped when
@@ -76,7 +80,7 @@ def _load_report_checked() -> Iterator[dict]:
     logger = logging.getLogger("transformers.modeling_utils")
     held = _Held()
     logger.addFilter(held)
-    outcome: dict = {}
+    outcome: dict[str, Any] = {}
     try:
         yield outcome
     finally:
@@ -99,16 +103,21 @@ def _from_hub_or_folder(source: str, name: str) -> Iterator[dict[str, bool]]:
     offline machines, and an error naming the mirror and the hub URL on failure."""
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # a "Loading weights" bar per load would clutter chapters
+    # a "Loading weights" bar per load would clutter chapters
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
     try:
         yield hub_options(source)
     except (OSError, ValueError) as err:
         raise offline_error(name, source, err) from err
     finally:
-        hf_logging.enable_progress_bar()
+        hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
 
 
-def load_network(source: str, model_class=None, name: str | None = None):
+def load_network(
+    source: str,
+    model_class: type[PreTrainedModel] | None = None,
+    name: str | None = None,
+) -> PreTrainedModel:
     """The network at ``source`` (a folder or hub id) as ``model_class`` (default ``AutoModel``),
     in eval mode on the CPU: the one place the package loads weights. Checkpoint parts the book
     never uses (heads, pooler: :data:`UNUSED_PARTS`) load without a warning; a pooler the checkpoint
@@ -116,16 +125,19 @@ def load_network(source: str, model_class=None, name: str | None = None):
     is reported by transformers as usual."""
     from transformers import AutoModel
 
-    model_class = model_class or AutoModel
+    # Any: transformers annotates from_pretrained as returning the model alone, but with
+    # output_loading_info=True it returns (model, info)
+    loader: Any = model_class or AutoModel
     with _from_hub_or_folder(source, name or source) as options:
         with _load_report_checked() as outcome, torch.random.fork_rng(devices=[]):
-            model, outcome["info"] = model_class.from_pretrained(
+            model, outcome["info"] = loader.from_pretrained(
                 source, output_loading_info=True, **options
             )
-    return model.eval()
+    evaluated: PreTrainedModel = model.eval()
+    return evaluated
 
 
-def load_tokenizer(source: str, name: str | None = None):
+def load_tokenizer(source: str, name: str | None = None) -> PreTrainedTokenizerBase:
     """The tokenizer at ``source`` (a folder or hub id), with :func:`load_network`'s offline handling."""
     from transformers import AutoTokenizer
 
@@ -133,13 +145,14 @@ def load_tokenizer(source: str, name: str | None = None):
         return AutoTokenizer.from_pretrained(source, **options)
 
 
-def load_config(source: str, name: str | None = None):
+def load_config(source: str, name: str | None = None) -> PreTrainedConfig:
     """The config at ``source`` (a folder or hub id), with :func:`load_network`'s offline handling:
     a network's shape without its weights."""
     from transformers import AutoConfig
 
     with _from_hub_or_folder(source, name or source) as options:
-        return AutoConfig.from_pretrained(source, **options)
+        config: PreTrainedConfig = AutoConfig.from_pretrained(source, **options)
+        return config
 
 
 def load_from(
@@ -156,7 +169,7 @@ def load_from(
     else:  # the hub: the commit the files came from identifies the weights
         fingerprint = str(getattr(model.config, "_commit_hash", None) or source)
     device = device or default_device()
-    model.eval().to(device)
+    model.eval().to(device)  # type: ignore[no-untyped-call]  # unannotated in transformers
     return Encoder(
         short_name(name),
         source,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -24,6 +25,9 @@ import torch.nn.functional as F
 
 from bertflow_mini._progress import tqdm
 from bertflow_mini._training import gradient_step
+
+if TYPE_CHECKING:
+    from transformers import BertForMaskedLM, PreTrainedTokenizerBase
 
 IGNORE = -100  # the label of a position that is not predicted
 #: The share of a batch's real tokens :func:`mask_tokens` chooses as targets (BERT's 15%).
@@ -59,7 +63,10 @@ def mask_tokens(
 
 
 def mlm_loss(
-    model, inputs: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor
+    model: BertForMaskedLM,
+    inputs: torch.Tensor,
+    attention: torch.Tensor,
+    labels: torch.Tensor,
 ) -> torch.Tensor:
     """Mean cross-entropy of a ``BertForMaskedLM`` at the labelled positions only, on the model's
     device (the batch, masked on the CPU, is moved there)."""
@@ -164,7 +171,9 @@ class MLMData:
         return pad_batch([self.seqs[i] for i in index], self.pad_id, self.special_ids)
 
 
-def tokenize(sentences: Sequence[str], tokenizer, max_length: int) -> MLMData:
+def tokenize(
+    sentences: Sequence[str], tokenizer: PreTrainedTokenizerBase, max_length: int
+) -> MLMData:
     """Tokenise ``sentences`` once (truncated to ``max_length`` wordpieces, [CLS] and [SEP] included)."""
     ids = tokenizer(list(sentences), truncation=True, max_length=max_length)[
         "input_ids"
@@ -180,9 +189,9 @@ def tokenize(sentences: Sequence[str], tokenizer, max_length: int) -> MLMData:
 
 
 def train_step(
-    model,
-    opt,
-    sched,
+    model: BertForMaskedLM,
+    opt: torch.optim.Optimizer,
+    sched: torch.optim.lr_scheduler.LRScheduler,
     data: MLMData,
     index: Sequence[int],
     gen: torch.Generator,
@@ -204,7 +213,7 @@ def train_step(
 
 @torch.no_grad()
 def evaluate_mlm(
-    model,
+    model: BertForMaskedLM,
     data: MLMData,
     batch_size: int = 256,
     seed: int = 12345,
@@ -216,7 +225,7 @@ def evaluate_mlm(
     ``all_masked=True`` replaces every target by ``[MASK]``, so the loss is a pure prediction from
     context (the same targets are drawn either way)."""
     was_training = model.training
-    model.eval()
+    model.eval()  # type: ignore[no-untyped-call]  # unannotated in transformers
     gen = torch.Generator().manual_seed(seed)
     order = np.argsort([len(s) for s in data.seqs], kind="stable")
     total, count = 0.0, 0
@@ -236,7 +245,7 @@ def evaluate_mlm(
 
 
 def train_mlm(
-    model,
+    model: BertForMaskedLM,
     data: MLMData,
     *,
     steps: int,
@@ -265,4 +274,4 @@ def train_mlm(
         bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
         if callback:
             callback(step, loss)
-    model.eval()
+    model.eval()  # type: ignore[no-untyped-call]  # unannotated in transformers

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bertflow_mini._device import default_device
 from bertflow_mini.encoders import pretrain, release, simcse
@@ -33,17 +34,20 @@ from bertflow_mini.encoders.random_init import (  # noqa: F401 (parameter_count:
 from bertflow_mini.encoders.runs import NotBuiltError
 from bertflow_mini.encoders.sources import (
     hub_id,
-    is_glove,
     local_folder,
     short_name,
 )
+from bertflow_mini.encoders.sources import is_glove as is_glove
 from bertflow_mini.encoders.spec import (  # noqa: F401 (MULTIBERTS_STEPS: re-exported)
     MULTIBERTS_STEPS,
     ModelSpec,
-    control_of,
     multiberts,
     parse_name,
 )
+from bertflow_mini.encoders.spec import control_of as control_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: The model the book's pages are computed with, and the paper's model (one switch away).
 BOOK_MODEL = pretrain.NAME
@@ -207,7 +211,9 @@ def simcse_encoder(encoder: Encoder, seed: int = 0) -> Encoder:
     return _tuned(encoder.name, encoder.fingerprint, config, encoder.device)
 
 
-def training_log_of(name: str):
+def training_log_of(
+    name: str,
+) -> tuple[np.ndarray, dict[str, Any]] | tuple[list[dict[str, float]], dict[str, Any]]:
     """The training log of a trained checkpoint name: scratch-bert's curve and facts, or a SimCSE
     model's loss per step and facts. A lookup: a run not built yet is a :class:`NotBuiltError`
     that says how to build it (:func:`build`)."""

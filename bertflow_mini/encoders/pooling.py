@@ -186,5 +186,6 @@ def needs_extremes(spec: PoolingSpec, n_layers: int) -> bool:
 def combined(per_layer: np.ndarray, combine: str) -> np.ndarray:
     """``(k, n, d)`` per-layer vectors → ``(n, d)`` (``avg``) or ``(n, k·d)`` (``concat``), float32."""
     if combine == "avg":
-        return per_layer.mean(0, dtype=np.float32)
+        mean: np.ndarray = per_layer.mean(0, dtype=np.float32)
+        return mean
     return np.concatenate(list(per_layer), axis=1).astype(np.float32, copy=False)

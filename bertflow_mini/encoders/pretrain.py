@@ -25,6 +25,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -47,7 +48,11 @@ from bertflow_mini.encoders.runs import (
     run_key,
     write_run_log,
 )
-from bertflow_mini.encoders.spec import PERCENTS, SCRATCH, parse_name
+from bertflow_mini.encoders.spec import PERCENTS as PERCENTS
+from bertflow_mini.encoders.spec import SCRATCH, parse_name
+
+if TYPE_CHECKING:
+    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerBase
 
 #: Bump when the training code changes what a recipe produces: every cached checkpoint is then retrained.
 RECIPE_VERSION = 1
@@ -78,7 +83,7 @@ class Recipe:
     held_out: float = 0.02
     seed: int = 0
 
-    def payload(self) -> dict:
+    def payload(self) -> dict[str, Any]:
         """What the cache key hashes: the recipe and :data:`RECIPE_VERSION`."""
         return {"version": RECIPE_VERSION, **asdict(self)}
 
@@ -87,7 +92,7 @@ class Recipe:
         return run_key(self.payload())
 
 
-def bert_config(recipe: Recipe, vocab_size: int, pad_id: int):
+def bert_config(recipe: Recipe, vocab_size: int, pad_id: int) -> BertConfig:
     """The ``transformers.BertConfig`` of ``recipe`` (GELU, post-LayerNorm, tied decoder: BERT's own)."""
     from transformers import BertConfig
 
@@ -112,7 +117,7 @@ def run_dir(recipe: Recipe) -> Path:
     return run_folder(NAME, recipe.payload(), "" if device == "cpu" else f"-{device}")
 
 
-def load_tokenizer():
+def load_tokenizer() -> PreTrainedTokenizerBase:
     """bert-base-uncased's WordPiece tokenizer: from ``$BERTFLOW_MODELS`` or the hub."""
     from bertflow_mini.encoders import loading
     from bertflow_mini.encoders.sources import folder_or_hub
@@ -127,7 +132,12 @@ class _CurveAndCheckpoints:
     ``saves``."""
 
     def __init__(
-        self, model, held: MLMData, saves: dict[int, Path], tokenizer, every: int
+        self,
+        model: BertForMaskedLM,
+        held: MLMData,
+        saves: dict[int, Path],
+        tokenizer: PreTrainedTokenizerBase,
+        every: int,
     ) -> None:
         self.model, self.held, self.saves, self.tokenizer, self.every = (
             model,
@@ -136,7 +146,7 @@ class _CurveAndCheckpoints:
             tokenizer,
             every,
         )
-        self.rows: list[dict] = []
+        self.rows: list[dict[str, float]] = []
         self.window: list[float] = []
 
     def __call__(self, step: int, loss: float) -> None:
@@ -161,7 +171,8 @@ def pretrain(
     from transformers import BertForMaskedLM
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # no "Writing model shards" bar per checkpoint
+    # no "Writing model shards" bar per checkpoint
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
     final = run_dir(recipe)
     tokenizer = load_tokenizer()
     train_text, held_text = split_held_out(
@@ -267,7 +278,9 @@ def checkpoint(
     return folder
 
 
-def training_log(recipe: Recipe | None = None) -> tuple[list[dict], dict]:
+def training_log(
+    recipe: Recipe | None = None,
+) -> tuple[list[dict[str, float]], dict[str, Any]]:
     """The training curve and the run's facts (corpus sizes, unigram entropy, seconds) of ``recipe``."""
     folder = checkpoint_folder(NAME, recipe).parent
     with open(folder / "training_log.csv") as f:
@@ -275,7 +288,7 @@ def training_log(recipe: Recipe | None = None) -> tuple[list[dict], dict]:
     return rows, json.loads((folder / "recipe.json").read_text())
 
 
-def sentence_draws(facts: dict, step: int) -> float:
+def sentence_draws(facts: dict[str, Any], step: int) -> float:
     """How many times, in expectation, pretraining had drawn each training sentence after ``step``
     steps: the epochs seen. ``facts`` is a run's ``recipe.json``.
 
@@ -290,10 +303,11 @@ def sentence_draws(facts: dict, step: int) -> float:
         raise ValueError(
             f"a run needs training sentences and a batch size, got {sentences} and {batch}"
         )
-    return step / math.ceil(sentences / batch)
+    draws: float = step / math.ceil(sentences / batch)
+    return draws
 
 
-def checkpoint_run(folder: str | Path) -> tuple[dict, int]:
+def checkpoint_run(folder: str | Path) -> tuple[dict[str, Any], int]:
     """The run facts (``recipe.json``) a checkpoint folder carries and the step it was saved at,
     read back from its name (``pct-050`` of a 1,500-step run: step 750, as :func:`pretrain` saves it)."""
     folder = Path(folder)
@@ -315,7 +329,7 @@ def expected_targets(folder: str | Path) -> np.ndarray:
     expected count 0.3 was most likely never a target, and one of count 0 (absent from the corpus)
     certainly never."""
     facts, step = checkpoint_run(folder)
-    counts = np.load(Path(folder) / "token_counts.npy")
+    counts: np.ndarray = np.load(Path(folder) / "token_counts.npy")
     return counts * (sentence_draws(facts, step) * MASK_RATE)
 
 
@@ -336,6 +350,6 @@ def steps_for_minutes(
     return max(1, round(minutes * 60 / seconds_per_step))
 
 
-def with_overrides(**changes) -> Recipe:
+def with_overrides(**changes: Any) -> Recipe:
     """The default recipe with some fields changed (``None`` values ignored)."""
     return replace(DEFAULT, **{k: v for k, v in changes.items() if v is not None})

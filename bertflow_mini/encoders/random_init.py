@@ -108,7 +108,7 @@ def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
     with atomic_dir(final) as staging:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            model = AutoModel.from_config(config)
+            model = AutoModel.from_config(config)  # type: ignore[no-untyped-call]  # unannotated in transformers
         if init == "trunc":
             truncated_normal_(model, config.initializer_range, seed)
         model.save_pretrained(staging)
@@ -138,7 +138,7 @@ def parameter_count(name: str) -> int:
     else:
         config = config_without_weights(base)[0]
     with torch.device("meta"):
-        model = AutoModel.from_config(config)
+        model = AutoModel.from_config(config)  # type: ignore[no-untyped-call]  # unannotated in transformers
     return sum(p.numel() for p in model.parameters())
 
 

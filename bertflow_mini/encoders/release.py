@@ -19,6 +19,7 @@ import os
 import tarfile
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from bertflow_mini._io import atomic_dir, cache_dir
 
@@ -29,12 +30,15 @@ RELEASE_ENV = "BERTFLOW_RELEASE"
 TIMEOUT_S = 30
 
 
-def manifest() -> dict:
+def manifest() -> dict[str, Any]:
     """The package's release manifest: ``repository``, ``tag`` and ``files`` (name → SHA-256)."""
-    return json.loads(files("bertflow_mini.encoders").joinpath(MANIFEST).read_text())
+    info: dict[str, Any] = json.loads(
+        files("bertflow_mini.encoders").joinpath(MANIFEST).read_text()
+    )
+    return info
 
 
-def release_url(info: dict | None = None) -> str:
+def release_url(info: dict[str, Any] | None = None) -> str:
     """Where the release's files are served, ending in "/": ``$BERTFLOW_RELEASE``, else the
     repository's release page for the manifest's tag."""
     info = info or manifest()
@@ -62,7 +66,7 @@ def fetch(folder: Path, *, progress: bool = True) -> bool:
         return False
     url = release_url() + name
     print(
-        f"{folder.name.split('-')[0]}: fetching the book's released weights ({url}) …",
+        f"{folder.name.rsplit('-', 1)[0]}: fetching the book's released weights ({url}) …",
         flush=True,
     )
     try:

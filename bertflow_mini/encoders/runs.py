@@ -11,6 +11,7 @@ import csv
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from bertflow_mini._io import cache_dir
 
@@ -34,7 +35,10 @@ def run_folder(prefix: str, payload: object, suffix: str = "") -> Path:
 
 
 def write_run_log(
-    folder: Path, facts_file: str, facts: dict, rows: list[dict] | None = None
+    folder: Path,
+    facts_file: str,
+    facts: dict[str, Any],
+    rows: list[dict[str, Any]] | None = None,
 ) -> None:
     """Write a run's facts (``facts_file``, JSON) and, when given, its curve (``training_log.csv``,
     one row per dict, columns in the first row's order) into ``folder``."""

@@ -31,6 +31,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -44,7 +45,13 @@ from bertflow_mini._training import gradient_step
 from bertflow_mini.encoders.pooling import pool
 from bertflow_mini.encoders.runs import run_folder, run_key, write_run_log
 from bertflow_mini.encoders.sources import short_name
-from bertflow_mini.encoders.spec import check_simcse_seed, simcse_name
+from bertflow_mini.encoders.spec import check_simcse_seed
+from bertflow_mini.encoders.spec import simcse_name as simcse_name
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from bertflow_mini.encoders.encoder import Encoder
 
 #: Bump when the training code changes what a config produces: every cached SimCSE model is retrained.
 VERSION = 1
@@ -63,7 +70,7 @@ class SimCSEConfig:
     corpus: str = "sts"  # bertflow_mini.data.corpus: the unlabelled STS/SICK sentences
     seed: int = 0
 
-    def payload(self, base_fingerprint: str) -> dict:
+    def payload(self, base_fingerprint: str) -> dict[str, Any]:
         """What the cache key hashes: the base weights, this config and :data:`VERSION`."""
         return {"version": VERSION, "base": base_fingerprint, **asdict(self)}
 
@@ -88,7 +95,7 @@ SECONDS_PER_STEP = 0.9
 SECONDS_PER_STEP_PER_MILLION = 0.065
 
 
-def cpu_minutes(model, config: SimCSEConfig = DEFAULT) -> float:
+def cpu_minutes(model: torch.nn.Module, config: SimCSEConfig = DEFAULT) -> float:
     """About how many minutes ``config.steps`` steps of ``model`` take on a 2-core CPU (a rough guide:
     :data:`SECONDS_PER_STEP` for a small network, in proportion to its size for a large one)."""
     from bertflow_mini.encoders.random_init import non_embedding_parameters
@@ -114,7 +121,7 @@ def simcse_loss(
 
 
 def embed_twice(
-    model, ids: torch.Tensor, attention: torch.Tensor, pooling: str
+    model: torch.nn.Module, ids: torch.Tensor, attention: torch.Tensor, pooling: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The batch through ``model`` twice in one pass (two dropout masks): the positive pairs."""
     both = model(
@@ -128,8 +135,8 @@ def embed_twice(
 
 # ---------------------------------------------------------------------------------------- training
 def train_simcse(
-    model,
-    tokenizer,
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
     sentences: list[str],
     config: SimCSEConfig = DEFAULT,
     progress: bool = True,
@@ -189,7 +196,7 @@ def run_dir(base: str, fingerprint: str, config: SimCSEConfig | None = None) -> 
 
 
 def train_and_save(
-    encoder,
+    encoder: Encoder,
     config: SimCSEConfig | None = None,
     *,
     progress: bool = True,
@@ -208,6 +215,7 @@ def train_and_save(
     final = run_dir(encoder.name, encoder.fingerprint, config)
     if final.is_dir():
         return final
+    assert encoder.model is not None and encoder.tokenizer is not None
     where = (
         "on the GPU"
         if torch.device(encoder.device).type == "cuda"
@@ -245,7 +253,7 @@ def train_and_save(
     return final
 
 
-def read_training_log(folder: Path) -> tuple[np.ndarray, dict]:
+def read_training_log(folder: Path) -> tuple[np.ndarray, dict[str, Any]]:
     """The loss per step and the run's facts (base, config, seconds) of the SimCSE model in ``folder``."""
     with open(folder / "training_log.csv") as f:
         losses = np.array([float(row["loss"]) for row in csv.DictReader(f)])

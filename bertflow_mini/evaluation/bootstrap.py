@@ -90,13 +90,18 @@ def resample_indices(
 
 
 def _centred_ranks(x: np.ndarray) -> np.ndarray:
-    r = rankdata(x, axis=1)  # ties get average ranks, as in scipy.stats.spearmanr
-    return r - r.mean(1, keepdims=True)
+    # ties get average ranks, as in scipy.stats.spearmanr
+    r: np.ndarray = rankdata(x, axis=1)
+    centred: np.ndarray = r - r.mean(1, keepdims=True)
+    return centred
 
 
 def _correlate(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return 100.0 * (rx * ry).sum(1) / np.sqrt((rx**2).sum(1) * (ry**2).sum(1))
+        r: np.ndarray = (
+            100.0 * (rx * ry).sum(1) / np.sqrt((rx**2).sum(1) * (ry**2).sum(1))
+        )
+        return r
 
 
 def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,9 @@ from bertflow_mini.evaluation.measured import (
 )
 from bertflow_mini.evaluation.published import PUBLISHED
 from bertflow_mini.evaluation.sts import AVG, task_average
+
+if TYPE_CHECKING:
+    from bertflow_mini.evaluation.reproduce import Evaluation
 
 __all__ = ["COLUMNS", "earned", "earned_live", "earned_published"]
 
@@ -86,7 +90,7 @@ def _live_control(
     method: str,
     task: str,
     seeds: Sequence[int],
-    cache: dict,
+    cache: dict[str, Evaluation],
     init: str = "hf",
 ) -> tuple[float, float, int]:
     from bertflow_mini.encoders import control_of, load_encoder
@@ -125,8 +129,8 @@ def earned_published(
     NaN (``live=True`` computes every control cell instead)."""
     if init not in INITS:
         raise ValueError(f"init={init!r}: one of {sorted(INITS)}")
-    rows: list[dict] = []
-    cache: dict = {}
+    rows: list[dict[str, Any]] = []
+    cache: dict[str, Evaluation] = {}
     control_name = "bert-base-uncased@0" + ("-trunc" if init == "trunc" else "")
     for pooling in poolings:
         for method in methods:
@@ -173,7 +177,13 @@ def earned_published(
 # Both sides ours: a checkpoint minus its @0, with a paired bootstrap
 # --------------------------------------------------------------------------------------
 def _paired_draws(
-    ev_a, ev_b, task: str, pooling: str, method: str, n_resamples: int, seed: int
+    ev_a: Evaluation,
+    ev_b: Evaluation,
+    task: str,
+    pooling: str,
+    method: str,
+    n_resamples: int,
+    seed: int,
 ) -> tuple[float, float, np.ndarray]:
     """Score of a, score of b, and the bootstrap differences a − b on ``task``'s test
     pairs."""
@@ -203,7 +213,7 @@ def earned_live(
     n_resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
-    evaluations: dict | None = None,
+    evaluations: dict[str, Evaluation] | None = None,
     controls: Source = CONTROLS_FILE,
     seeds_file: Source = PRETRAIN_SEEDS_FILE,
 ) -> pd.DataFrame:
@@ -233,7 +243,7 @@ def earned_live(
         checkpoints = along[:-1] + [(along[-1][0], model)] if along else []
     evaluations = {} if evaluations is None else evaluations
 
-    def evaluation(name: str):
+    def evaluation(name: str) -> Evaluation:
         if name not in evaluations:
             evaluations[name] = Evaluation(load_encoder(name), progress=False)
         return evaluations[name]
@@ -315,7 +325,7 @@ def earned(
     methods: Sequence[str] = METHODS,
     *,
     live: bool | None = None,
-    **options,
+    **options: Any,
 ) -> pd.DataFrame:
     """What pretraining earns for ``model`` (see the module's doc): a tidy table of
     :data:`COLUMNS`, one row per checkpoint, pooling, method and dataset (+ ``Avg.``

@@ -15,11 +15,16 @@ in Colab). The offline analogue needs no new data: SICK's own ``entailment_judgm
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bertflow_mini.data.entailment import LabelledPairs
 from bertflow_mini.evaluation.published import QNLI_TABLE4
+
+if TYPE_CHECKING:
+    from bertflow_mini.evaluation.methods import PostProcessor
+    from bertflow_mini.evaluation.sts import Embedder
 
 #: Li et al. (2020) Table 4 (QNLI dev AUC × 100): kept in :mod:`bertflow_mini.evaluation.published`
 #: with the papers' other figures and its exact citation.
@@ -46,7 +51,10 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
 
 
 def cosine_auc(
-    pairs: LabelledPairs, embed, post=None, fit_on: list[str] | None = None
+    pairs: LabelledPairs,
+    embed: Embedder,
+    post: PostProcessor | None = None,
+    fit_on: list[str] | None = None,
 ) -> float:
     """AUC × 100 (Li et al.'s Table 4 scale) of the cosine between the two sentences of each pair;
     ``embed`` maps sentences to ``(n, d)``; ``post`` (unfitted post-processor, or None) is fitted on

@@ -15,14 +15,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
-from typing import cast
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from bertflow_mini.data.words import tokenize_words, word_set
 from bertflow_mini.evaluation.sts import spearman
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from bertflow_mini.evaluation.sts import Embedder
 
 
 def edit_distance(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
@@ -134,7 +140,7 @@ def idf_overlap(
 
 
 def token_ids(
-    sentences: Sequence[str], tokenizer, max_length: int = 512
+    sentences: Sequence[str], tokenizer: PreTrainedTokenizerBase, max_length: int = 512
 ) -> list[list[int]]:
     """The wordpiece ids of each sentence, without [CLS] and [SEP] (what the sentence *says*)."""
     encoded = tokenizer(
@@ -157,7 +163,10 @@ def random_token_vectors(ids: Sequence[int], dim: int, seed: int = 0) -> np.ndar
     return out
 
 
-def bag_of_vectors(ids: Sequence[Sequence[int] | np.ndarray], table) -> np.ndarray:
+def bag_of_vectors(
+    ids: Sequence[Sequence[int] | np.ndarray],
+    table: np.ndarray | Callable[[list[int]], npt.ArrayLike],
+) -> np.ndarray:
     """Each sentence's mean of ``table`` rows over its token ids: ``table`` is an ``(vocab, d)`` array
     (a network's input-embedding matrix) or a callable ``ids -> (len(ids), d)`` (e.g.
     :func:`random_token_vectors`). A sentence with no tokens is the zero vector."""
@@ -178,7 +187,7 @@ def bag_of_vectors(ids: Sequence[Sequence[int] | np.ndarray], table) -> np.ndarr
 
 def score_vectors(
     task: str,
-    embed,
+    embed: Embedder,
     methods: Sequence[str] = ("none", "whitening"),
     fit: str = "target",
 ) -> dict[str, float]:

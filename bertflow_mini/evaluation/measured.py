@@ -29,6 +29,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -65,7 +66,7 @@ SCALE_FILE = RESULTS / "scale.json"
 #: Each chapter's minutes in the simulated Colab runtime (``benchmarks/bench_colab.py``).
 COLAB_MINUTES_FILE = RESULTS / "colab-minutes.json"
 
-Source = str | PathLike | Traversable
+Source = str | PathLike[str] | Traversable
 
 
 def _as_file(source: Source) -> Traversable | Path:
@@ -87,10 +88,11 @@ def _read_text(source: Source, what: str) -> str:
     return file.read_text(encoding="utf-8")
 
 
-def read_json(source: Source, what: str) -> dict:
+def read_json(source: Source, what: str) -> dict[str, Any]:
     """The JSON object in ``source``; ``what`` names it (and its writer) in the error if
     missing."""
-    return json.loads(_read_text(source, what))
+    data: dict[str, Any] = json.loads(_read_text(source, what))
+    return data
 
 
 def _finite_scores(table: pd.DataFrame, source: Source) -> pd.DataFrame:
@@ -113,7 +115,7 @@ def scale_curve(source: Source = SCALE_FILE) -> pd.DataFrame:
     return _finite_scores(pd.DataFrame(read_json(source, what)["records"]), source)
 
 
-def pretrain_seeds(source: Source = PRETRAIN_SEEDS_FILE) -> dict:
+def pretrain_seeds(source: Source = PRETRAIN_SEEDS_FILE) -> dict[str, Any]:
     """scratch-bert's pretraining seeds: ``{"what", "command", "recipe_key_seed0",
     "seeds"}``, where ``seeds[s][pooling][method]`` holds ``STSB`` and ``Avg.``
     (Spearman × 100) and each seed's ``held_out_loss``. ``DICTIONARY_SEEDS_FILE``

@@ -151,15 +151,6 @@ SIMCSE_TABLE6: dict[str, tuple[float, float]] = {
 }
 
 
-#: Li et al. 2020, Table 5 (section 4.3), the two rows the book quotes: bert-base on STS-B test
-#: (Spearman × 100), raw and with the flow fitted on the target sentences. The paper does not state
-#: this table's pooling; its raw 47.29 is Table 2's last-layer average. (The table's other rows,
-#: other calibration baselines, are not transcribed here.)
-TABLE5_STSB: dict[str, float] = {
-    "BERT-base": 47.29,
-    "BERT-base-flow (target)": 65.62,
-}
-
 #: Table 1 of Li et al. 2020 (bert-base, Wikipedia counts), per frequency-rank bucket: the mean ℓ2
 #: norm, then the mean k-NN ℓ2 distance (k = 3, 5, 7), then the mean k-NN dot product (k = 3, 5, 7);
 #: the paper gives no bucket sizes. :func:`bertflow_mini.geometry.frequency.published_table1` shapes it.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -131,9 +132,12 @@ class Evaluation:
     # passed to encode: the paper's max_length, and the batch size (speed only)
     max_length: int = 64
     batch_size: int = 64
-    _splits: dict = field(default_factory=dict, repr=False)
-    _embedded: dict = field(default_factory=dict, repr=False)
-    _fitted: dict = field(default_factory=dict, repr=False)
+    _splits: dict[tuple[str, str], STSPairs] = field(default_factory=dict, repr=False)
+    _embedded: dict[tuple[str, str], Embedded] = field(default_factory=dict, repr=False)
+    # fitted post-processors, and the SimCSE twins' evaluations (keys ("simcse", seed))
+    _fitted: dict[tuple[object, ...], PostProcessor | Evaluation | None] = field(
+        default_factory=dict, repr=False
+    )
 
     def load(self, task: str, split: str) -> STSPairs:
         """One split of ``task``, parsed once."""
@@ -187,7 +191,7 @@ class Evaluation:
                 parts = [self.embedded(src, pooling)(sents) for src, sents in sources]
                 post.fit(np.concatenate(parts))
             self._fitted[key] = post
-        return self._fitted[key]
+        return cast("PostProcessor | None", self._fitted[key])
 
     def simcse(self, seed: int = 0) -> Evaluation:
         """The evaluation of this encoder fine-tuned by SimCSE with training seed ``seed``
@@ -202,7 +206,7 @@ class Evaluation:
                 self.max_length,
                 self.batch_size,
             )
-        return self._fitted[key]
+        return cast(Evaluation, self._fitted[key])
 
     def similarities(
         self,

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,13 +25,19 @@ from numpy.typing import ArrayLike
 from scipy.stats import spearmanr
 
 from bertflow_mini.data import TASKS, STSPairs, load_sts, word_set
-from bertflow_mini.evaluation.vectors import cosine_scores
+from bertflow_mini.evaluation.vectors import cosine_scores as cosine_scores
 
-Embedder = Callable[[list], np.ndarray]
+if TYPE_CHECKING:
+    from bertflow_mini.evaluation.methods import PostProcessor
+
+Embedder = Callable[[list[str]], np.ndarray]
 
 
 def cosine_after(
-    a: np.ndarray, b: np.ndarray, post=None, fit_on: np.ndarray | None = None
+    a: np.ndarray,
+    b: np.ndarray,
+    post: PostProcessor | None = None,
+    fit_on: np.ndarray | None = None,
 ) -> np.ndarray:
     """Row-wise cosine of ``a`` and ``b`` after the post-processor ``post`` (``None``: raw cosine),
     fitted first on the vectors ``fit_on`` when they are given (else ``post`` is already fitted):
@@ -138,7 +146,7 @@ def evaluate_embedder(embed: Embedder, pairs: STSPairs) -> STSResult:
 
 
 def evaluate(
-    embed: Embedder, tasks: Iterable[str] = TASKS, root=None
+    embed: Embedder, tasks: Iterable[str] = TASKS, root: str | Path | None = None
 ) -> list[STSResult]:
     """Evaluate ``embed`` (a function: list of sentences → ``(n, d)`` array) on the test split of each task."""
     return [
@@ -155,7 +163,10 @@ def task_average(scores: ArrayLike, axis: int = -1) -> np.ndarray:
     paper did not report). The one place the average column is computed."""
     scores = np.asarray(scores, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.nansum(scores, axis=axis) / (~np.isnan(scores)).sum(axis=axis)
+        average: np.ndarray = np.nansum(scores, axis=axis) / (~np.isnan(scores)).sum(
+            axis=axis
+        )
+        return average
 
 
 @dataclass

@@ -29,7 +29,7 @@ def _reject_zero_rows(norms: np.ndarray, name: str) -> None:
 def row_norms(x: np.ndarray, name: str = "x") -> np.ndarray:
     """ℓ2 norm of each row of ``x`` in float64; raises ``ValueError`` on a zero, NaN or infinite row."""
     x = check_matrix(x, name).astype(np.float64, copy=False)
-    norms = np.linalg.norm(x, axis=1)
+    norms: np.ndarray = np.linalg.norm(x, axis=1)
     _reject_zero_rows(norms, name)
     return norms
 
@@ -37,9 +37,10 @@ def row_norms(x: np.ndarray, name: str = "x") -> np.ndarray:
 def unit_rows(x: np.ndarray, name: str = "x") -> np.ndarray:
     """The rows of ``x`` divided by their ℓ2 norms, in float64 (raises on a zero row)."""
     x = check_matrix(x, name).astype(np.float64)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms: np.ndarray = np.linalg.norm(x, axis=1, keepdims=True)
     _reject_zero_rows(norms[:, 0], name)
-    return x / norms
+    unit: np.ndarray = x / norms
+    return unit
 
 
 def cosine_scores(
@@ -62,7 +63,8 @@ def cosine_scores(
     if not zero_scores_zero:
         _reject_zero_rows(norm_a, "a")
         _reject_zero_rows(norm_b, "b")
-    return np.einsum("ij,ij->i", a, b) / np.maximum(norm_a * norm_b, eps)
+    cosines: np.ndarray = np.einsum("ij,ij->i", a, b) / np.maximum(norm_a * norm_b, eps)
+    return cosines
 
 
 def cosine_matrix(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
@@ -71,7 +73,8 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     ub = ua if b is None else unit_rows(b, "b")
     if ub.shape[1] != ua.shape[1]:
         raise ValueError(f"b must have {ua.shape[1]} columns, got shape {ub.shape}")
-    return ua @ ub.T
+    cosines: np.ndarray = ua @ ub.T
+    return cosines
 
 
 def cosine_neighbours(

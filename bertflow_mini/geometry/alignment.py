@@ -17,10 +17,20 @@ every method of the book's STS table.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from bertflow_mini._checks import check_matrix
 from bertflow_mini.evaluation.vectors import unit_rows
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from bertflow_mini.encoders.pooling import Pooling
+    from bertflow_mini.evaluation.reproduce import Evaluation
+    from bertflow_mini.evaluation.sts import Embedder
 
 
 def alignment(a: np.ndarray, b: np.ndarray, alpha: float = 2.0) -> float:
@@ -57,7 +67,7 @@ def uniformity(
 
 
 def stsb_alignment_uniformity(
-    embed, threshold: float = 4.0, split: str = "test"
+    embed: Embedder, threshold: float = 4.0, split: str = "test"
 ) -> dict[str, float]:
     """Gao et al.'s measurement: alignment over STS-B ``split`` pairs scored ≥ ``threshold``,
     uniformity over all that split's sentences; ``embed`` maps a list of sentences to ``(n, d)``."""
@@ -74,8 +84,12 @@ def stsb_alignment_uniformity(
 
 
 def method_geometry(
-    evaluation, methods, pooling="first-last-avg", threshold: float = 4.0, seed: int = 0
-):
+    evaluation: Evaluation,
+    methods: Iterable[str],
+    pooling: Pooling = "first-last-avg",
+    threshold: float = 4.0,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per method of :mod:`bertflow_mini.evaluation.reproduce` (``simcse`` variants included): alignment,
     uniformity and IsoScore of STS-B test sentences. ``evaluation`` is the encoder's
     :class:`bertflow_mini.evaluation.reproduce.Evaluation`: each post-processor is the one its STS table uses
@@ -108,8 +122,11 @@ def method_geometry(
 
 
 def iso_scores_by_sample(
-    transforms, fitted_on: np.ndarray, test: np.ndarray, seed: int = 0
-):
+    transforms: Mapping[str, Callable[[np.ndarray], np.ndarray] | None],
+    fitted_on: np.ndarray,
+    test: np.ndarray,
+    seed: int = 0,
+) -> pd.DataFrame:
     """IsoScore of each post-processor's output on three samples — the sentences it was fitted on,
     a random subset of them as large as ``test``, and ``test`` — with the covariance's spectrum on
     the fitted sentences; a last row does the same for exactly isotropic Gaussian samples of each

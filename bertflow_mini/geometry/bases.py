@@ -12,6 +12,7 @@ to a sentence's nearest neighbours (:func:`cosine_neighbours`, :func:`neighbour_
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -99,7 +100,7 @@ def interpolate_basis(B: np.ndarray, s: float) -> np.ndarray:
 
 
 def cosines_along_path(
-    B: np.ndarray, points: dict[str, np.ndarray], s_values
+    B: np.ndarray, points: dict[str, np.ndarray], s_values: Iterable[float]
 ) -> pd.DataFrame:
     """True cosine of every pair of ``points`` (coordinates) in the basis
     :func:`interpolate_basis` ``(B, s)``, one row per ``s``: the static version of the animation.

@@ -10,12 +10,16 @@ applied to tokens exactly as to sentences.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from bertflow_mini.encoders.encoder import Encoder, ordered_batches
 from bertflow_mini.evaluation import lexical
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 @torch.no_grad()
@@ -33,7 +37,8 @@ def token_states(
         )
     if isinstance(sentences, str) or len(sentences) == 0:
         raise ValueError("sentences must be a non-empty list of strings")
-    encoder.model.eval()
+    encoder.model.eval()  # type: ignore[no-untyped-call]  # unannotated in transformers
+    assert encoder.tokenizer is not None
     special = torch.tensor(sorted(set(encoder.tokenizer.all_special_ids)))
     chunks = []
     for _, batch, hidden in ordered_batches(
@@ -47,7 +52,7 @@ def token_states(
 
 
 def sentence_token_ids(
-    tokenizer, sentences: Sequence[str], max_length: int = 128
+    tokenizer: PreTrainedTokenizerBase, sentences: Sequence[str], max_length: int = 128
 ) -> list[np.ndarray]:
     """The word-piece ids of each sentence as the encoder sees it, special tokens left out."""
     if isinstance(sentences, str) or len(sentences) == 0:

@@ -83,7 +83,8 @@ def min_norm_point(H: np.ndarray) -> np.ndarray:
         raise RuntimeError(
             "min-norm point: the non-negative least-squares solve returned λ = 0"
         )
-    return H.T @ (lam / lam.sum())
+    result: np.ndarray = H.T @ (lam / lam.sum())
+    return result
 
 
 def optimal_direction(H: np.ndarray) -> np.ndarray:
@@ -100,7 +101,8 @@ def optimal_direction(H: np.ndarray) -> np.ndarray:
         raise ValueError(
             "the origin is inside the convex hull of H: no direction has u·h < 0 for all h"
         )
-    return -p / norm
+    result: np.ndarray = -p / norm
+    return result
 
 
 def make_hidden_states(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -247,7 +248,7 @@ def frequency_norm_correlation(
     words: Sequence[str],
     frequencies: Sequence[float] | None = None,
     unknown: str = "last",
-):
+) -> Any:  # scipy's SignificanceResult (scipy is untyped here)
     """Spearman correlation between word frequency and embedding norm over the whole-word rows.
 
     Returns scipy's result, which unpacks as ``(rho, p)``. A negative ``rho`` means frequent words have

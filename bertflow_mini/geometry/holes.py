@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,12 @@ import pandas as pd
 from bertflow_mini._checks import check_matrix
 from bertflow_mini.evaluation.bootstrap import percentile_interval
 from bertflow_mini.evaluation.vectors import knn_distance
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from bertflow_mini.encoders.encoder import Encoder
+    from bertflow_mini.evaluation.reproduce import Evaluation
 
 
 def query_reference_split(
@@ -134,7 +141,8 @@ def mix(X: np.ndarray, plan: MixturePlan) -> np.ndarray:
         raise ValueError(
             f"the plan uses row {plan.parents.max()} but X has {len(x)} rows"
         )
-    return np.einsum("mp,mpd->md", plan.weights, x[plan.parents])
+    result: np.ndarray = np.einsum("mp,mpd->md", plan.weights, x[plan.parents])
+    return result
 
 
 def hole_ratio(
@@ -148,7 +156,7 @@ def hole_ratio(
 
 
 def task_pair_split(
-    evaluation, task: str, reference: float = 0.5, seed: int = 0
+    evaluation: Evaluation, task: str, reference: float = 0.5, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`pair_split` of every sentence of ``task`` (all splits, in the order of
     ``evaluation.embedded(task, …).sentences``) by the pairs of all its splits; ``evaluation`` is
@@ -184,7 +192,10 @@ def excess_interval(
 
     def ratio(d: dict[str, np.ndarray], i: np.ndarray, j: np.ndarray) -> np.ndarray:
         # medians along the last axis: one ratio per draw
-        return np.median(d[kind][j], axis=-1) / np.median(d["real"][i], axis=-1)
+        result: np.ndarray = np.median(d[kind][j], axis=-1) / np.median(
+            d["real"][i], axis=-1
+        )
+        return result
 
     everything = (np.arange(n), np.arange(m))
     observed = float(ratio(distances, *everything) - ratio(twin, *everything))
@@ -247,7 +258,7 @@ def hole_table(distances: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
-def token_counts(encoder, sentences: Sequence[str]) -> np.ndarray:
+def token_counts(encoder: Encoder, sentences: Sequence[str]) -> np.ndarray:
     """Per token id, how often the model saw it in pretraining: the checkpoint's corpus counts
     (:func:`~bertflow_mini.encoders.checkpoints.checkpoint_token_counts`) when it carries them,
     else the counts over ``sentences``."""
@@ -256,6 +267,7 @@ def token_counts(encoder, sentences: Sequence[str]) -> np.ndarray:
     try:
         return checkpoint_token_counts(str(encoder.source))
     except FileNotFoundError:
+        assert encoder.tokenizer is not None
         ids = encoder.tokenizer(list(sentences))["input_ids"]
         return np.bincount(
             np.concatenate([np.asarray(i) for i in ids]),
@@ -263,7 +275,9 @@ def token_counts(encoder, sentences: Sequence[str]) -> np.ndarray:
         )
 
 
-def content_ids(tokenizer, sentences: Sequence[str]) -> list[np.ndarray]:
+def content_ids(
+    tokenizer: PreTrainedTokenizerBase, sentences: Sequence[str]
+) -> list[np.ndarray]:
     """The token ids of each sentence without [CLS]/[SEP] (the tokens whose frequency we ask about)."""
     special = set(tokenizer.all_special_ids)
     return [

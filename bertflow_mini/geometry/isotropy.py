@@ -189,7 +189,8 @@ def power_spectrum(d: int, beta: float) -> np.ndarray:
     if d < 1:
         raise ValueError(f"d must be positive, got {d}")
     lam = np.arange(1.0, d + 1) ** -float(beta)
-    return lam * d / lam.sum()
+    result: np.ndarray = lam * d / lam.sum()
+    return result
 
 
 def gaussian_cloud(
@@ -208,9 +209,10 @@ def gaussian_cloud(
     direction = rng.normal(size=d)
     direction /= np.linalg.norm(direction)
     lam = power_spectrum(d, beta)
-    return scale * (
+    result: np.ndarray = scale * (
         mean_ratio * np.sqrt(d) * direction + rng.normal(size=(n, d)) * np.sqrt(lam)
     )
+    return result
 
 
 def predicted_cosine(
@@ -244,7 +246,8 @@ def singular_projection(
     rows = rng.choice(len(x), size=min(len(x), fit_rows), replace=False)
     _, _, vt = np.linalg.svd(x[rows], full_matrices=False)
     P = x @ vt[:k].T
-    return P * np.where(P.mean(axis=0) < 0, -1.0, 1.0)
+    result: np.ndarray = P * np.where(P.mean(axis=0) < 0, -1.0, 1.0)
+    return result
 
 
 def offset_share(X: np.ndarray) -> float:

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from bertflow_mini.encoders.encoder import tokenized
 from bertflow_mini.encoders.mlm import IGNORE, MASK_RATE, mask_tokens
+
+if TYPE_CHECKING:
+    from transformers import BertForMaskedLM, PreTrainedTokenizerBase
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,7 @@ class MaskedBatch:
 
 
 def masked_batch(
-    tokenizer,
+    tokenizer: PreTrainedTokenizerBase,
     sentences: Sequence[str],
     *,
     rate: float = MASK_RATE,
@@ -73,7 +77,7 @@ def masked_batch(
 
 
 def softmax_inputs_at_targets(
-    model, batch: MaskedBatch
+    model: BertForMaskedLM, batch: MaskedBatch
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(h, y)``: the MLM head's softmax inputs (dense → GELU → LayerNorm of the last layer) at the
     chosen positions of ``batch`` as float64 rows, and the target id of each row."""
@@ -91,8 +95,8 @@ def softmax_inputs_at_targets(
 
 
 def masked_softmax_inputs(
-    model,
-    tokenizer,
+    model: BertForMaskedLM,
+    tokenizer: PreTrainedTokenizerBase,
     sentences: Sequence[str],
     *,
     draws: int = 1,

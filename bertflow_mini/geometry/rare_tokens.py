@@ -9,6 +9,8 @@ minimiser at all, is :mod:`bertflow_mini.geometry.degeneration`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.optimize
 import scipy.special
@@ -17,7 +19,9 @@ from bertflow_mini._checks import check_matrix
 from bertflow_mini.geometry.degeneration import min_norm_point, origin_in_convex_hull
 
 
-def _rare_token_loss(H: np.ndarray, c: np.ndarray, share: float):
+def _rare_token_loss(
+    H: np.ndarray, c: np.ndarray, share: float
+) -> Callable[[np.ndarray], tuple[float, np.ndarray, np.ndarray]]:
     """Loss, gradient and Hessian of a token that is the target at a fraction ``share`` of contexts."""
 
     def parts(w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:

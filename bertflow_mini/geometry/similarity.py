@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -35,6 +35,13 @@ import torch
 from bertflow_mini._checks import check_matrix
 from bertflow_mini.evaluation.lexical import document_idf
 from bertflow_mini.evaluation.vectors import cosine_matrix
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from bertflow_mini.data.pairs import STSPairs
+    from bertflow_mini.encoders.encoder import Encoder
+    from bertflow_mini.evaluation.methods import PostProcessor
 
 
 # ---------------------------------------------------------------------------------------- Mahalanobis
@@ -65,7 +72,8 @@ def mahalanobis_cosine(
     inner = np.einsum("ij,ij->i", a, scipy.linalg.cho_solve(factor, b.T).T)
     norm_a = np.sqrt(np.einsum("ij,ij->i", a, scipy.linalg.cho_solve(factor, a.T).T))
     norm_b = np.sqrt(np.einsum("ij,ij->i", b, scipy.linalg.cho_solve(factor, b.T).T))
-    return inner / np.maximum(norm_a * norm_b, 1e-300)
+    result: np.ndarray = inner / np.maximum(norm_a * norm_b, 1e-300)
+    return result
 
 
 # ---------------------------------------------------------------------------------------- standardisation
@@ -89,9 +97,10 @@ class Standardisation:
         if self.mean is None:
             raise RuntimeError("Standardisation.transform called before fit")
         x = check_matrix(X, "X", dim=len(self.mean))
-        return ((x.astype(np.float64) - self.mean) / self.std).astype(
+        result: np.ndarray = ((x.astype(np.float64) - self.mean) / self.std).astype(
             x.dtype, copy=False
         )
+        return result
 
 
 # ---------------------------------------------------------------------------------------- BERTScore
@@ -112,7 +121,7 @@ class TokenVectors:
             [self.vectors[i] for i in rows], [self.ids[i] for i in rows]
         )
 
-    def mapped(self, post) -> TokenVectors:
+    def mapped(self, post: PostProcessor | None) -> TokenVectors:
         """The same tokens with every vector passed through a fitted post-processor."""
         if post is None:
             return self
@@ -122,7 +131,7 @@ class TokenVectors:
 
 
 def token_vectors(
-    encoder,
+    encoder: Encoder,
     sentences: Sequence[str],
     pooling: str = "first-last-avg",
     *,
@@ -140,6 +149,7 @@ def token_vectors(
     from bertflow_mini.encoders.pooling import pooling_layers
 
     encoder.require_transformer("token_vectors")
+    assert encoder.tokenizer is not None
     layers = list(
         pooling_layers(pooling if pooling != "cls" else "last-avg", encoder.n_layers)
     )
@@ -219,7 +229,7 @@ def bertscore(
     )
 
 
-def subsample_pairs(pairs, n: int, seed: int = 0):
+def subsample_pairs(pairs: STSPairs, n: int, seed: int = 0) -> STSPairs:
     """At most ``n`` pairs of an :class:`bertflow_mini.data.STSPairs`, drawn without replacement and
     kept in their original order (subsets stay subsets, so ``wmean`` still applies)."""
     from bertflow_mini.data import STSPairs
@@ -250,7 +260,7 @@ class SampledSimilarities:
     #: row name -> task -> one similarity per sampled pair
     rows: dict[str, dict[str, np.ndarray]]
 
-    def table(self):
+    def table(self) -> pd.DataFrame:
         """Spearman × 100 (``wmean``) of every row on every task, plus ``Avg.``."""
         import pandas as pd
 
@@ -264,7 +274,7 @@ class SampledSimilarities:
 
 
 def bertscore_similarities(
-    encoder,
+    encoder: Encoder,
     tasks: Sequence[str],
     max_pairs: int = 1000,
     pooling: str = "first-last-avg",

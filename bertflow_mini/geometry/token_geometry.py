@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,11 @@ from bertflow_mini._checks import check_matrix
 from bertflow_mini.encoders.encoder import tokenized
 from bertflow_mini.geometry.corpus_counts import estimated_token_counts
 from bertflow_mini.geometry.isotropy import explained_variance_top, mean_random_cosine
+
+if TYPE_CHECKING:
+    from transformers import BertForMaskedLM, PreTrainedTokenizerBase
+
+    from bertflow_mini.encoders.encoder import Encoder
 
 #: Corpus-count groups of :func:`count_groups`: [0, 1) is "unseen", [1, 2) "seen once", …
 COUNT_EDGES = (0, 1, 2, 10, 100, 1_000, 10_000)
@@ -53,20 +59,26 @@ class OutputLayer:
     @property
     def seen(self) -> np.ndarray:
         """Tokens the corpus contains: targets of the MLM loss."""
-        return (self.counts > 0) & ~self.special
+        result: np.ndarray = (self.counts > 0) & ~self.special
+        return result
 
     @property
     def unseen(self) -> np.ndarray:
         """Tokens the corpus never contains: never a target, so the softmax only ever pushes them."""
-        return (self.counts == 0) & ~self.special
+        result: np.ndarray = (self.counts == 0) & ~self.special
+        return result
 
 
 def output_layer(
-    model, counts: np.ndarray, special_ids: Sequence[int], name: str = ""
+    model: BertForMaskedLM,
+    counts: np.ndarray,
+    special_ids: Sequence[int],
+    name: str = "",
 ) -> OutputLayer:
     """The :class:`OutputLayer` of a ``BertForMaskedLM`` (whose decoder must be tied to its embeddings)."""
-    E = model.get_input_embeddings().weight
-    if model.get_output_embeddings().weight.data_ptr() != E.data_ptr():
+    # torch types a submodule's attribute as Tensor | Module: an embedding's weight is a Tensor
+    E = cast(torch.Tensor, model.get_input_embeddings().weight)
+    if model.get_output_embeddings().weight.data_ptr() != E.data_ptr():  # type: ignore[no-untyped-call]  # unannotated in transformers
         raise ValueError("the model's decoder is not tied to its input embeddings")
     counts = np.asarray(counts)
     if counts.shape != (E.shape[0],):
@@ -125,7 +137,8 @@ def checkpoint_step(name: str) -> int | None:
     if spec.kind == "scratch":
         folder = pretrain.checkpoint_folder(pretrain.NAME)
         recipe = json.loads((folder / "recipe.json").read_text())["recipe"]
-        return round(recipe["steps"] * spec.percent / 100)
+        step: int = round(recipe["steps"] * spec.percent / 100)
+        return step
     found = re.search(r"step_(\d+)k$", name)
     if found:
         return int(found.group(1)) * 1000
@@ -219,7 +232,10 @@ def count_groups(
 
 @torch.no_grad()
 def softmax_inputs(
-    model, tokenizer, sentences: Sequence[str], max_length: int = 64
+    model: BertForMaskedLM,
+    tokenizer: PreTrainedTokenizerBase,
+    sentences: Sequence[str],
+    max_length: int = 64,
 ) -> np.ndarray:
     """The vectors ``h`` the MLM softmax reads (the head's dense → GELU → LayerNorm applied to the last
     layer), one per real token of ``sentences`` ([CLS] and [SEP] included, padding not), as float64."""
@@ -230,7 +246,8 @@ def softmax_inputs(
         input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
     ).last_hidden_state
     h = model.cls.predictions.transform(last)
-    return h[batch["attention_mask"].bool()].double().cpu().numpy()
+    result: np.ndarray = h[batch["attention_mask"].bool()].double().cpu().numpy()
+    return result
 
 
 def negative_direction_share(W: np.ndarray, H: np.ndarray) -> float:
@@ -246,7 +263,8 @@ def negative_direction_share(W: np.ndarray, H: np.ndarray) -> float:
 
 
 def _log_softmax_rows(L: np.ndarray) -> np.ndarray:
-    return L - scipy.special.logsumexp(L, axis=1, keepdims=True)
+    result: np.ndarray = L - scipy.special.logsumexp(L, axis=1, keepdims=True)
+    return result
 
 
 def logit_attribution(
@@ -315,7 +333,8 @@ def shared_offsets(layer: OutputLayer, H: np.ndarray) -> np.ndarray:
     in every context, a per-token offset — a learned log-prior that can encode the token's frequency.
     """
     H = check_matrix(H, "H", dim=layer.embeddings.shape[1]).astype(np.float64)
-    return layer.embeddings @ H.mean(axis=0) + layer.bias
+    result: np.ndarray = layer.embeddings @ H.mean(axis=0) + layer.bias
+    return result
 
 
 def offset_frequency(layer: OutputLayer, H: np.ndarray) -> dict[str, float]:
@@ -356,7 +375,10 @@ def _common(X: np.ndarray) -> dict[str, float]:
 
 @torch.no_grad()
 def common_component_by_stage(
-    model, tokenizer, sentences: Sequence[str], max_length: int = 64
+    model: BertForMaskedLM,
+    tokenizer: PreTrainedTokenizerBase,
+    sentences: Sequence[str],
+    max_length: int = 64,
 ) -> pd.DataFrame:
     """How large the component shared by all token vectors is at each stage of a ``BertForMaskedLM``,
     over the real tokens of ``sentences``: from the word embeddings alone, through the embedding
@@ -403,7 +425,7 @@ def repeat_share(token_ids: Sequence[int]) -> float:
 
 @torch.no_grad()
 def pooled_token_vectors(
-    encoder,
+    encoder: Encoder,
     sentences: Sequence[str],
     layers: Sequence[int] = (1, -1),
     max_length: int = 64,
@@ -413,6 +435,7 @@ def pooled_token_vectors(
     [SEP] included, padding not), and the index of the sentence each row belongs to. The default
     ``(1, -1)`` is ``first-last-avg``: the mean of a sentence's rows is its pooled vector."""
     encoder.require_transformer("pooled_token_vectors")
+    assert encoder.model is not None and encoder.tokenizer is not None
     if not sentences:
         raise ValueError("pooled_token_vectors needs at least one sentence")
     rows, owners = [], []

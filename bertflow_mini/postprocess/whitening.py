@@ -83,7 +83,7 @@ class Whitening:
         if self.W is None or self.mean is None:
             raise RuntimeError("Whitening.transform called before fit")
         x = check_matrix(X, "X", dim=len(self.mean))
-        out = (x.astype(np.float64) - self.mean) @ self.W
+        out: np.ndarray = (x.astype(np.float64) - self.mean) @ self.W
         return out.astype(x.dtype, copy=False)
 
     def log_prob(self, X: np.ndarray) -> np.ndarray:
@@ -95,15 +95,16 @@ class Whitening:
             raise RuntimeError("Whitening.log_prob called before fit")
         if self.k is not None:
             raise ValueError("log_prob needs the full-width whitening (k=None)")
-        z = (
+        z: np.ndarray = (
             check_matrix(X, "X", dim=len(self.mean)).astype(np.float64) - self.mean
         ) @ self.W
         d = z.shape[1]
-        return (
+        log_prob: np.ndarray = (
             -0.5 * (z**2).sum(axis=1)
             - 0.5 * d * np.log(2 * np.pi)
             + np.linalg.slogdet(self.W)[1]
         )
+        return log_prob
 
 
 class StreamingWhitening:
@@ -178,5 +179,5 @@ class AllButTheTop:
             raise RuntimeError("AllButTheTop.transform called before fit")
         x = check_matrix(X, "X", dim=len(self.mean))
         centred = x.astype(np.float64) - self.mean
-        out = centred - (centred @ self.directions) @ self.directions.T
+        out: np.ndarray = centred - (centred @ self.directions) @ self.directions.T
         return out.astype(x.dtype, copy=False)

@@ -29,7 +29,8 @@ class ZeroLinear(nn.Module):
         self.logs = nn.Parameter(torch.zeros(d_out))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x) * torch.exp(self.logscale_factor * self.logs)
+        out: torch.Tensor = self.linear(x) * torch.exp(self.logscale_factor * self.logs)
+        return out
 
 
 class CouplingNet(nn.Module):
@@ -52,7 +53,8 @@ class CouplingNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = F.relu(self.norm1(self.fc1(x))[0])
         h = F.relu(self.norm2(self.fc2(h))[0])
-        return self.out(h)
+        out: torch.Tensor = self.out(h)
+        return out
 
 
 class Coupling(Flow):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -56,7 +57,7 @@ class FlowConfig:
             )
 
     @classmethod
-    def official(cls, **overrides) -> FlowConfig:
+    def official(cls, **overrides: Any) -> FlowConfig:
         """The authors' code exactly where a switch exists: official ActNorm init, no bias correction."""
         return cls(**{"dead_tol": 0.0, "bias_correction": False, **overrides})
 
@@ -95,7 +96,7 @@ def batches(n: int, config: FlowConfig) -> Iterator[torch.Tensor]:
     generator = torch.Generator().manual_seed(config.seed)
     for _ in range(config.epochs):
         order = torch.randperm(n, generator=generator)
-        yield from order.split(config.batch_size)
+        yield from order.split(config.batch_size)  # type: ignore[no-untyped-call]  # unannotated in torch
 
 
 def train_step(
@@ -129,7 +130,7 @@ def _as_tensor(embeddings: np.ndarray | torch.Tensor, name: str) -> torch.Tensor
     )
 
 
-def resolve_config(config: FlowConfig | None, overrides: dict) -> FlowConfig:
+def resolve_config(config: FlowConfig | None, overrides: dict[str, Any]) -> FlowConfig:
     unknown = set(overrides) - {f.name for f in fields(FlowConfig)}
     if unknown:
         raise TypeError(f"unknown flow setting(s) {sorted(unknown)}; see FlowConfig")
@@ -142,7 +143,7 @@ def fit_flow(
     *,
     device: str | torch.device | None = None,
     progress: bool = True,
-    **overrides,
+    **overrides: Any,
 ) -> FitResult:
     """Fit a :class:`Glow` to ``embeddings`` (n, d) by maximum likelihood.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 
 import pandas as pd
 import torch
@@ -20,7 +21,9 @@ PERMUTATIONS = {"reverse": Reverse, "shuffle": Shuffle, "lu": InvertibleLinear}
 COUPLINGS = {"additive": AdditiveCoupling, "affine": AffineCoupling}
 
 
-def _choice(kind: str, value: str, options: dict) -> type:
+def _choice(
+    kind: str, value: str, options: Mapping[str, Callable[..., Flow]]
+) -> Callable[..., Flow]:
     if value not in options:
         raise ValueError(f"{kind} must be one of {sorted(options)}, got {value!r}")
     return options[value]
@@ -150,7 +153,8 @@ class Glow(Flow):
     def log_prob(self, x: torch.Tensor) -> torch.Tensor:
         """Exact ``log p(x) = log N(z; 0, I) + log|det ∂z/∂x|`` per sample, in nats."""
         z, logdet = self(x)
-        return self.prior.log_prob(z) + logdet
+        log_prob: torch.Tensor = self.prior.log_prob(z) + logdet
+        return log_prob
 
     def bits_per_dim(self, x: torch.Tensor) -> torch.Tensor:
         """Negative log-likelihood per sample in bits per dimension: ``-log₂ p(x) / dim``.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -62,7 +64,7 @@ class ActNorm(Flow):
         self._ready = True
 
     # keep the Python mirror in sync on load
-    def _load_from_state_dict(self, *args, **kwargs):
+    def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
         super()._load_from_state_dict(*args, **kwargs)
         self._ready = bool(self.initialized)
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
+from torch.optim.optimizer import ParamsT
 
 
 class BertAdamW(torch.optim.Optimizer):
@@ -18,7 +21,7 @@ class BertAdamW(torch.optim.Optimizer):
 
     def __init__(
         self,
-        params,
+        params: ParamsT,
         lr: float = 1e-3,
         weight_decay: float = 0.01,
         betas: tuple[float, float] = (0.9, 0.999),
@@ -29,7 +32,7 @@ class BertAdamW(torch.optim.Optimizer):
         )
 
     @torch.no_grad()
-    def step(self, closure=None) -> None:  # type: ignore[override]
+    def step(self, closure: Callable[[], float] | None = None) -> None:  # type: ignore[override]
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             for p in group["params"]:

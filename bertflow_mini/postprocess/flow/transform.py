@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -21,7 +23,7 @@ class FlowTransform:
 
     rows_per_chunk = 4096
 
-    def __init__(self, **fit_kwargs):
+    def __init__(self, **fit_kwargs: Any) -> None:
         fitting.resolve_config(
             fit_kwargs.get("config"),
             {
