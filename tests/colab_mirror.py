@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -112,40 +111,12 @@ def save_multiberts(config, folder: Path, seed: int) -> Path:
 
 
 def build_wheel(out: Path, repo: Path = REPO, manifest: dict | None = None) -> Path:
-    """The wheel ``pip`` builds from ``repo``'s ``pyproject.toml`` (package folders only, as a
-    ``git+`` install sees them: a copy without caches or build leftovers); ``manifest``, when
+    """The wheel ``pip`` builds from ``repo``'s ``pyproject.toml``, as ``make release`` builds it
+    (:func:`bertflow_mini.chapters.publish.build_wheel`), in ``out/wheel``; ``manifest``, when
     given, replaces its release manifest (:mod:`bertflow_mini.encoders.release`)."""
-    src = out / "src"
-    shutil.copytree(
-        repo / "bertflow_mini",
-        src / "bertflow_mini",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-    )
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(repo / name, src / name)
-    if manifest is not None:  # the release this wheel fetches from
-        (src / "bertflow_mini" / "encoders" / "release.json").write_text(
-            json.dumps(manifest)
-        )
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            str(src),
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out / "wheel"),
-        ],
-        check=True,
-        capture_output=True,
-        cwd=src,
-    )
-    (wheel,) = (out / "wheel").glob("*.whl")
-    return wheel
+    from bertflow_mini.chapters.publish import build_wheel as release_wheel
+
+    return release_wheel(repo, out / "wheel", manifest)
 
 
 def release_from_cache(out: Path) -> dict:

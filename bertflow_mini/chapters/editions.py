@@ -39,6 +39,7 @@ from bertflow_mini.chapters.myst_markdown import (
     OPTION,
     BookSite,
     Reference,
+    closing_fence,
     is_solution_directive,
 )
 
@@ -238,10 +239,7 @@ def _cut(lines: list[str]) -> list[str]:
             i += 1
             continue
         fence, info = m.group(2), m.group(3)
-        closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$")
-        j = i + 1
-        while j < len(lines) and not closing.match(lines[j]):
-            j += 1
+        j = closing_fence(lines, i, fence)
         directive = DIRECTIVE.match(info)
         body = lines[i + 1 : j]
         options = {}

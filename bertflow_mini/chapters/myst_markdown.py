@@ -102,6 +102,16 @@ class Page:
     cited: list[str] = field(default_factory=list)
 
 
+def closing_fence(lines: list[str], start: int, fence: str) -> int:
+    """The index of the line that closes the fence ``fence`` opened on line ``start`` (a run of
+    at least as many of its character), or ``len(lines)`` when none does."""
+    closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+    j = start + 1
+    while j < len(lines) and not closing.match(lines[j]):
+        j += 1
+    return j
+
+
 def glossary_anchor(term: str) -> str:
     """The HTML id Sphinx gives a glossary term (``sphinx.util.nodes.make_id`` with "term")."""
     text = unicodedata.normalize("NFKD", f"term-{term}")
@@ -327,10 +337,7 @@ def _blocks(lines: list[str], site: BookSite, page: Page) -> list[str]:
             continue
         flush()
         fence, info = m.group(2), m.group(3)
-        closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$")
-        j = i + 1
-        while j < len(lines) and not closing.match(lines[j]):
-            j += 1
+        j = closing_fence(lines, i, fence)
         directive = DIRECTIVE.match(info)
         if directive:
             out.extend(

@@ -122,33 +122,48 @@ def write_release(root: Path, out: Path, runs: list[Path], wheel: bool = True) -
     (root / "bertflow_mini" / "encoders" / release.MANIFEST).write_text(text, "utf-8")
     (out / release.MANIFEST).write_text(text, "utf-8")
     write_editions(root)
-    if wheel:  # built from a copy: no build leftovers in the checkout
-        with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp)
-            shutil.copytree(
-                root / "bertflow_mini",
-                src / "bertflow_mini",
-                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-            )
-            for name in ("pyproject.toml", "README.md"):
-                shutil.copy(root / name, src / name)
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "wheel",
-                    str(src),
-                    "--no-deps",
-                    "--no-build-isolation",
-                    "-q",
-                    "-w",
-                    str(out.resolve()),
-                ],
-                check=True,
-                cwd=src,
-            )
+    if wheel:
+        build_wheel(root, out)
     return info
+
+
+def build_wheel(root: Path, out: Path, manifest: dict | None = None) -> Path:
+    """The wheel ``pip`` builds from ``root``'s ``pyproject.toml``, written into ``out``: built from a
+    copy of the package folders (as a ``git+`` install sees them; no caches or build leftovers in
+    the checkout); ``manifest``, when given, replaces the release manifest in it."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp)
+        shutil.copytree(
+            root / "bertflow_mini",
+            src / "bertflow_mini",
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+        )
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy(root / name, src / name)
+        if manifest is not None:
+            (src / "bertflow_mini" / "encoders" / release.MANIFEST).write_text(
+                json.dumps(manifest)
+            )
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                str(src),
+                "--no-deps",
+                "--no-build-isolation",
+                "-q",
+                "-w",
+                str(out.resolve()),
+            ],
+            check=True,
+            capture_output=True,
+            cwd=src,
+        )
+    (wheel,) = out.glob("*.whl")  # one: out holds this build's wheel only
+    return wheel
 
 
 def main(argv: list[str] | None = None) -> int:
