@@ -245,10 +245,12 @@ def test_page_renders_offline_in_chromium(browser, built_book, page):
     )
     assert fonts > 0, f"{page}: MathJax fonts did not load"
     if page != "book/glossary":
-        ok_images = browser.execute_script(
-            "return [...document.querySelectorAll('main img')].filter(i => i.complete && i.naturalWidth > 0).length"
+        images = browser.execute_script(
+            "return [...document.querySelectorAll('main img')].map(i => i.complete && i.naturalWidth > 0)"
         )
-        assert ok_images > 0, f"{page}: no image rendered"
+        assert all(images), f"{page}: {images.count(False)} images did not render"
+        # every chapter draws figures; a planning page may have none
+        assert images or not re.match(r"book/\d\d-", page), f"{page}: no image"
         errors = browser.execute_script(
             "return document.querySelectorAll('.cell_output .output.error, .cell_output .output.traceback').length"
         )
