@@ -57,7 +57,8 @@ def where_from(source: str) -> str:
         os.path.realpath(mirror) + os.sep
     ):
         return "local mirror ($BERTFLOW_MODELS)"
-    return "built on this machine"  # where in the cache is no reader's concern
+    # fetched from the release or built here: either way in the cache, whose path is no reader's concern
+    return "this machine's cache"
 
 
 #: The model of the running chapter (set by :func:`setup`), which :func:`claim` checks against.

@@ -113,7 +113,7 @@ def test_setup_default_is_scratch_bert_from_this_machines_cache(
     lines = out.splitlines()
     assert lines[0] == (
         "model : scratch-bert  (the book's model: its outputs are the ones the text describes) "
-        "[built on this machine]"
+        "[this machine's cache]"
     )
     # no cache path: nothing a reader can open
     assert str(cache_dir()) not in out and "/" not in lines[0]

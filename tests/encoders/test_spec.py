@@ -168,4 +168,4 @@ def test_setup_is_the_chapters_build_step(tiny_bert_dir, tmp_path, monkeypatch, 
     )
     assert out[-3].startswith("model : scratch-bert  (the book's model") and out[
         -3
-    ].endswith("[built on this machine]")
+    ].endswith("[this machine's cache]")
