@@ -98,15 +98,18 @@ def _load_report_checked() -> Iterator[dict[str, Any]]:
 
 
 @contextmanager
-def _from_hub_or_folder(source: str, name: str) -> Iterator[dict[str, bool]]:
+def _from_hub_or_folder(
+    source: str, name: str, local_only: bool = False
+) -> Iterator[dict[str, bool]]:
     """Around ``from_pretrained(source, **options)`` calls: no progress bars, hub options for
-    offline machines, and an error naming the mirror and the hub URL on failure."""
+    offline machines (``local_only``: Hugging Face's local cache alone, the network not even
+    probed), and an error naming the mirror and the hub URL on failure."""
     from transformers.utils import logging as hf_logging
 
     # a "Loading weights" bar per load would clutter chapters
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
     try:
-        yield hub_options(source)
+        yield {"local_files_only": True} if local_only else hub_options(source)
     except (OSError, ValueError) as err:
         raise offline_error(name, source, err) from err
     finally:
@@ -145,14 +148,40 @@ def load_tokenizer(source: str, name: str | None = None) -> PreTrainedTokenizerB
         return AutoTokenizer.from_pretrained(source, **options)
 
 
-def load_config(source: str, name: str | None = None) -> PreTrainedConfig:
+def load_config(
+    source: str, name: str | None = None, local_only: bool = False
+) -> PreTrainedConfig:
     """The config at ``source`` (a folder or hub id), with :func:`load_network`'s offline handling:
-    a network's shape without its weights."""
+    a network's shape without its weights. ``local_only``: from a folder or Hugging Face's local
+    cache, never the network (an ``OSError`` when neither has it)."""
     from transformers import AutoConfig
 
-    with _from_hub_or_folder(source, name or source) as options:
+    if local_only and not Path(source).is_dir():
+        # the snapshot folder HF's cache holds: a folder load never calls the hub library's
+        # network code (which may ask the network even with local_files_only)
+        cached = _cached_config(source)
+        if cached is None:
+            raise OSError(f"{source}: no config in Hugging Face's local cache")
+        source = str(Path(cached).parent)
+    with _from_hub_or_folder(source, name or source, local_only) as options:
         config: PreTrainedConfig = AutoConfig.from_pretrained(source, **options)
         return config
+
+
+def _cached_config(source: str) -> str | None:
+    """The path of hub model ``source``'s config in Hugging Face's local cache, or ``None``."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(source, "config.json")
+    return found if isinstance(found, str) else None
+
+
+def hub_commit(source: str) -> str | None:
+    """The commit of hub model ``source`` that Hugging Face's local cache holds (the folder
+    ``snapshots/<commit>/`` its config lies in), or ``None`` when it holds none: read from local
+    files, the network never asked."""
+    found = _cached_config(source)
+    return Path(found).parent.name if found else None
 
 
 def load_from(

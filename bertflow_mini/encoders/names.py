@@ -25,7 +25,7 @@ from bertflow_mini._device import default_device
 from bertflow_mini.encoders import pretrain, release, simcse
 from bertflow_mini.encoders.cache import weights_fingerprint
 from bertflow_mini.encoders.encoder import Encoder
-from bertflow_mini.encoders.loading import load_from, load_glove_encoder
+from bertflow_mini.encoders.loading import hub_commit, load_from, load_glove_encoder
 from bertflow_mini.encoders.random_init import (  # noqa: F401 (parameter_count: re-exported)
     parameter_count,
     random_init,
@@ -109,12 +109,18 @@ def _resolve(name: str, initialise: bool) -> str:
     if spec.kind == "random":
         if initialise:
             return str(random_init(spec.base, spec.seed, spec.init))
-        found = random_init_folder(spec.base, spec.seed, spec.init)[0]
+        how = (
+            f"{name} is not built yet: build it with bf.build({name!r}) "
+            "(it draws the network's weights: seconds, no training)"
+        )
+        try:  # a lookup reads local files only: the config from the mirror or HF's cache
+            found = random_init_folder(
+                spec.base, spec.seed, spec.init, local_only=True
+            )[0]
+        except OSError:
+            raise NotBuiltError(how) from None
         if not found.is_dir():
-            raise NotBuiltError(
-                f"{name} is not built yet: build it with bf.build({name!r}) "
-                "(it draws the network's weights: seconds, no training)"
-            )
+            raise NotBuiltError(how)
         return str(found)
     return spec.hub_id or hub_id(name)
 
@@ -134,7 +140,12 @@ def _simcse_folder(spec: ModelSpec, must_exist: bool) -> Path:
         raise NotBuiltError(
             f"{spec.name} is not built yet, nor is its base {spec.base}: {how}"
         ) from None
-    folder = simcse.run_dir(spec.base, _fingerprint(base_source), config)
+    fingerprint = _fingerprint(base_source)
+    if (
+        fingerprint is None
+    ):  # a hub model not downloaded yet: nothing of it was fine-tuned here
+        raise NotBuiltError(f"{spec.name} is not built yet: {how}")
+    folder = simcse.run_dir(spec.base, fingerprint, config)
     if must_exist and not folder.is_dir():
         raise NotBuiltError(f"{spec.name} is not built yet: {how}")
     return folder
@@ -155,18 +166,22 @@ def build(name: str, *, progress: bool = True) -> None:
         random_init(spec.base, spec.seed, spec.init)
     elif spec.kind == "simcse":
         build(spec.base, progress=progress)
+        base_source = resolve_model(spec.base)
+        if _fingerprint(base_source) is None:  # a hub model: downloaded first
+            load_from(base_source, spec.base)
         folder = _simcse_folder(spec, must_exist=False)
         if not folder.is_dir() and not release.fetch(folder, progress=progress):
-            base_source = resolve_model(spec.base)
             base = load_from(base_source, spec.base)
             simcse.train_and_save(base, simcse.config_for(spec.seed), progress=progress)
 
 
-def _fingerprint(source: str) -> str:
-    """The weights' fingerprint, from the files when ``source`` is a folder (no model is loaded)."""
+def _fingerprint(source: str) -> str | None:
+    """The weights' fingerprint, from local files only (no model is loaded, the network never
+    asked): a folder's weights, or a hub model's commit as Hugging Face's cache holds it (the
+    fingerprint :func:`load_from` gives it); ``None`` for a hub model not downloaded yet."""
     if Path(source).is_dir():
         return weights_fingerprint(Path(source))
-    return load_from(source).fingerprint
+    return hub_commit(source)
 
 
 def load_encoder(name: str, device: str | None = None) -> Encoder:
