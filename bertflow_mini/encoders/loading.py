@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from bertflow_mini._device import default_device
+from bertflow_mini.data.downloads import HUB_URL, hub_reachable
 from bertflow_mini.encoders.cache import weights_fingerprint
 from bertflow_mini.encoders.encoder import Encoder
-from bertflow_mini.encoders.sources import hub_options, offline_error, short_name
+from bertflow_mini.encoders.sources import MODELS_ENV
+from bertflow_mini.encoders.spec import short_name
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
@@ -95,6 +98,31 @@ def _load_report_checked() -> Iterator[dict[str, Any]]:
             # the report names the keys (its table, or transformers 4's list)
             if not any(k in record.getMessage() for k in keys):
                 logger.handle(record)
+
+
+def hub_options(source: str) -> dict[str, bool]:
+    """Keyword arguments for ``from_pretrained(source)``: when ``source`` is a hub id and the hub cannot
+    be reached, only Hugging Face's own local cache is tried (an immediate error, not a minute of
+    retries, when that has nothing)."""
+    if Path(source).is_dir() or hub_reachable():
+        return {}
+    return {"local_files_only": True}
+
+
+def offline_error(name: str, source: str, err: Exception) -> OSError:
+    """The error for a model that is neither mirrored nor reachable: names the variable, the folder
+    looked for and the hub URL tried."""
+    mirror = os.environ.get(MODELS_ENV)
+    where = (
+        f"${MODELS_ENV}={mirror} has no folder '{short_name(name)}'"
+        if mirror
+        else f"${MODELS_ENV} is not set (point it at a folder holding '<short name>/' in Hugging Face format)"
+    )
+    first = str(err).splitlines()[0] if str(err) else ""
+    return OSError(
+        f"could not load model '{name}': {where}, and loading '{source}' from the hub "
+        f"({HUB_URL.format(source)}) failed: {type(err).__name__}: {first}"
+    )
 
 
 @contextmanager

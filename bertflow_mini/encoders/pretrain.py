@@ -48,8 +48,13 @@ from bertflow_mini.encoders.runs import (
     run_key,
     write_run_log,
 )
+from bertflow_mini.encoders.spec import (
+    BERT_BASE_TOKENIZER,
+    SCRATCH,
+    ModelSpec,
+    parse_name,
+)
 from bertflow_mini.encoders.spec import PERCENTS as PERCENTS
-from bertflow_mini.encoders.spec import SCRATCH, parse_name
 
 if TYPE_CHECKING:
     from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerBase
@@ -57,7 +62,7 @@ if TYPE_CHECKING:
 #: Bump when the training code changes what a recipe produces: every cached checkpoint is then retrained.
 RECIPE_VERSION = 1
 NAME = SCRATCH
-TOKENIZER = "bert-base-uncased-tokenizer"
+TOKENIZER = BERT_BASE_TOKENIZER
 #: Seconds per training step on a 2-core CPU at the default shape: only for the "about N minutes"
 #: message and :func:`steps_for_minutes` (the speed benchmark measures the real figure).
 SECONDS_PER_STEP = 0.45
@@ -233,11 +238,12 @@ def pretrain(
 
 
 # ---------------------------------------------------------------------------------------- names
-def _percent(name: str) -> int:
+def _checkpoint(name: str | ModelSpec) -> ModelSpec:
+    """The spec of checkpoint ``name``, a ``ValueError`` unless it is one of :data:`NAME`'s."""
     spec = parse_name(name)
     if spec.kind != "scratch":
-        raise ValueError(f"{name!r} is not a {NAME} checkpoint name")
-    return spec.percent
+        raise ValueError(f"{spec.name!r} is not a {NAME} checkpoint name")
+    return spec
 
 
 def minutes(recipe: Recipe) -> float:
@@ -245,29 +251,34 @@ def minutes(recipe: Recipe) -> float:
     return recipe.steps * SECONDS_PER_STEP / 60
 
 
-def checkpoint_folder(name: str = NAME, recipe: Recipe | None = None) -> Path:
+def checkpoint_folder(
+    name: str | ModelSpec = NAME, recipe: Recipe | None = None
+) -> Path:
     """The folder of checkpoint ``name`` (``scratch-bert`` or ``scratch-bert@<percent>``) of
     ``recipe`` (default: :data:`DEFAULT`); a :class:`NotBuiltError` saying how to build it when
     it has not been pretrained. Never trains."""
+    spec = _checkpoint(name)
     recipe = recipe or DEFAULT
-    folder = run_dir(recipe) / f"pct-{_percent(name):03d}"
+    folder = run_dir(recipe) / f"pct-{spec.percent:03d}"
     if not folder.is_dir():
         raise NotBuiltError(
-            f"{name} is not built yet: no checkpoint for this recipe in {run_dir(recipe).parent}. "
-            f"Build it with bf.build({name!r}) or `python -m bertflow_mini pretrain` (about "
+            f"{spec.short} is not built yet: no checkpoint for this recipe in "
+            f"{run_dir(recipe).parent}. Build it with bf.build({spec.short!r}) or "
+            "`python -m bertflow_mini pretrain` (about "
             f"{minutes(recipe):.0f} minutes on a 2-core CPU)"
         )
     return folder
 
 
 def checkpoint(
-    name: str = NAME, recipe: Recipe | None = None, *, progress: bool = True
+    name: str | ModelSpec = NAME, recipe: Recipe | None = None, *, progress: bool = True
 ) -> Path:
     """:func:`checkpoint_folder`, built first when it is not cached: the book's released weights
     fetched (:func:`bertflow_mini.encoders.release.fetch`), else pretrained here (saying how long
     that takes). The build step of ``scratch-bert``."""
+    spec = _checkpoint(name)
     recipe = recipe or DEFAULT
-    folder = run_dir(recipe) / f"pct-{_percent(name):03d}"
+    folder = run_dir(recipe) / f"pct-{spec.percent:03d}"
     if not folder.is_dir() and not release.fetch(run_dir(recipe), progress=progress):
         print(
             f"{NAME}: not in the cache nor in the book's release; pretraining it now "

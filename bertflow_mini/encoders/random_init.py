@@ -24,17 +24,22 @@ from bertflow_mini._io import atomic_dir
 from bertflow_mini.encoders import pretrain
 from bertflow_mini.encoders.loading import load_config, load_tokenizer
 from bertflow_mini.encoders.runs import run_folder, write_run_log
-from bertflow_mini.encoders.sources import hub_id, is_glove, local_folder, short_name
+from bertflow_mini.encoders.sources import local_folder
 from bertflow_mini.encoders.spec import (  # noqa: F401 (INITIALISERS: re-exported)
+    BERT_BASE,
+    BERT_BASE_TOKENIZER,
     INITIALISERS,
     SHAPES,
     check_initialiser,
+    hub_alias,
+    is_glove,
+    short_name,
 )
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
-MINIATURES_BASE = "bert-base-uncased"
+MINIATURES_BASE = BERT_BASE
 
 
 def config_without_weights(
@@ -59,7 +64,7 @@ def config_without_weights(
             }
         )
         return config, tokenizer
-    source = hub_id(base)
+    source = hub_alias(base)
     return load_config(source, base, local_only), source
 
 
