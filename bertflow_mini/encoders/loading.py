@@ -126,22 +126,32 @@ def offline_error(name: str, source: str, err: Exception) -> OSError:
 
 
 @contextmanager
+def hf_bars_off() -> Iterator[None]:
+    """Hugging Face's progress bars off inside the block, then as they were before it."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
+
+
+@contextmanager
 def _from_hub_or_folder(
     source: str, name: str, local_only: bool = False
 ) -> Iterator[dict[str, bool]]:
     """Around ``from_pretrained(source, **options)`` calls: no progress bars, hub options for
     offline machines (``local_only``: Hugging Face's local cache alone, the network not even
     probed), and an error naming the mirror and the hub URL on failure."""
-    from transformers.utils import logging as hf_logging
-
     # a "Loading weights" bar per load would clutter chapters
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
-    try:
-        yield {"local_files_only": True} if local_only else hub_options(source)
-    except (OSError, ValueError) as err:
-        raise offline_error(name, source, err) from err
-    finally:
-        hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
+    with hf_bars_off():
+        try:
+            yield {"local_files_only": True} if local_only else hub_options(source)
+        except (OSError, ValueError) as err:
+            raise offline_error(name, source, err) from err
 
 
 def load_network(

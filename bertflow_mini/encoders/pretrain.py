@@ -174,66 +174,68 @@ def pretrain(
     all); returns :func:`run_dir`. Deterministic: the same recipe on the same machine gives the same bits.
     """
     from transformers import BertForMaskedLM
-    from transformers.utils import logging as hf_logging
+
+    from bertflow_mini.encoders.loading import hf_bars_off
 
     # no "Writing model shards" bar per checkpoint
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
-    final = run_dir(recipe)
-    tokenizer = load_tokenizer()
-    train_text, held_text = split_held_out(
-        corpus_sentences(recipe.corpus), recipe.held_out
-    )
-    train = tokenize(train_text, tokenizer, recipe.max_length)
-    held = tokenize(held_text, tokenizer, recipe.max_length)
-    counts = np.bincount(np.concatenate(train.seqs), minlength=train.vocab_size)
-    counts[list(train.special_ids)] = 0
-    # another process may finish the same recipe first: keep theirs
-    with atomic_dir(final) as staging:
-        saves = {
-            round(recipe.steps * p / 100): staging / f"pct-{p:03d}" for p in PERCENTS
-        }
-        # a GPU when there is one: masks are drawn on the CPU either way
-        device = default_device()
-        with (
-            torch.random.fork_rng(devices=cuda_devices(device)),
-            torch_threads(threads or TRAINING_THREADS),
-        ):
-            # the initial weights are drawn on the CPU, then moved
-            torch.manual_seed(recipe.seed)
-            model = BertForMaskedLM(
-                bert_config(recipe, len(tokenizer), tokenizer.pad_token_id)
-            ).to(device)  # type: ignore[arg-type]  # transformers' wrapper hides .to's signature
-            log = _CurveAndCheckpoints(
-                model, held, saves, tokenizer, every=max(1, recipe.steps // 20)
-            )
-            start = time.perf_counter()
-            train_mlm(
-                model,
-                train,
-                steps=recipe.steps,
-                batch_size=recipe.batch_size,
-                lr=recipe.lr,
-                warmup_steps=max(1, round(recipe.warmup * recipe.steps)),
-                seed=recipe.seed,
-                weight_decay=recipe.weight_decay,
-                callback=log,
-                progress=progress,
-            )
-            seconds = time.perf_counter() - start
-        info = {
-            "recipe": asdict(recipe),
-            "recipe_version": RECIPE_VERSION,
-            "key": recipe.key(),
-            "train_sentences": len(train.seqs),
-            "held_out_sentences": len(held.seqs),
-            "train_tokens": int(sum(len(s) for s in train.seqs)),
-            "unigram_entropy": unigram_entropy(counts),
-            "seconds": seconds,
-        }
-        # each checkpoint carries the run's log and counts
-        for folder in [staging, *saves.values()]:
-            np.save(folder / "token_counts.npy", counts)
-            write_run_log(folder, "recipe.json", info, log.rows)
+    with hf_bars_off():
+        final = run_dir(recipe)
+        tokenizer = load_tokenizer()
+        train_text, held_text = split_held_out(
+            corpus_sentences(recipe.corpus), recipe.held_out
+        )
+        train = tokenize(train_text, tokenizer, recipe.max_length)
+        held = tokenize(held_text, tokenizer, recipe.max_length)
+        counts = np.bincount(np.concatenate(train.seqs), minlength=train.vocab_size)
+        counts[list(train.special_ids)] = 0
+        # another process may finish the same recipe first: keep theirs
+        with atomic_dir(final) as staging:
+            saves = {
+                round(recipe.steps * p / 100): staging / f"pct-{p:03d}"
+                for p in PERCENTS
+            }
+            # a GPU when there is one: masks are drawn on the CPU either way
+            device = default_device()
+            with (
+                torch.random.fork_rng(devices=cuda_devices(device)),
+                torch_threads(threads or TRAINING_THREADS),
+            ):
+                # the initial weights are drawn on the CPU, then moved
+                torch.manual_seed(recipe.seed)
+                model = BertForMaskedLM(
+                    bert_config(recipe, len(tokenizer), tokenizer.pad_token_id)
+                ).to(device)  # type: ignore[arg-type]  # transformers' wrapper hides .to's signature
+                log = _CurveAndCheckpoints(
+                    model, held, saves, tokenizer, every=max(1, recipe.steps // 20)
+                )
+                start = time.perf_counter()
+                train_mlm(
+                    model,
+                    train,
+                    steps=recipe.steps,
+                    batch_size=recipe.batch_size,
+                    lr=recipe.lr,
+                    warmup_steps=max(1, round(recipe.warmup * recipe.steps)),
+                    seed=recipe.seed,
+                    weight_decay=recipe.weight_decay,
+                    callback=log,
+                    progress=progress,
+                )
+                seconds = time.perf_counter() - start
+            info = {
+                "recipe": asdict(recipe),
+                "recipe_version": RECIPE_VERSION,
+                "key": recipe.key(),
+                "train_sentences": len(train.seqs),
+                "held_out_sentences": len(held.seqs),
+                "train_tokens": int(sum(len(s) for s in train.seqs)),
+                "unigram_entropy": unigram_entropy(counts),
+                "seconds": seconds,
+            }
+            # each checkpoint carries the run's log and counts
+            for folder in [staging, *saves.values()]:
+                np.save(folder / "token_counts.npy", counts)
+                write_run_log(folder, "recipe.json", info, log.rows)
     return final
 
 
