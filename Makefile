@@ -72,14 +72,14 @@ define pip_install
 	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 	  echo "$(PY) is Python $$($(PY) -c 'import platform; print(platform.python_version())'); the pinned numpy, scipy and pandas need >= 3.11:"; \
 	  echo "  rm -rf $(VENV) && make $(MAKECMDGOALS) PYTHON=python3.11"; exit 1; }
-	$(PY) -m pip install -q -c requirements.lock -r requirements.txt -e ".[$(1)]"
+	$(PY) -m pip install -q -c requirements.lock -r requirements.txt -e ".[$(1)]" -e tools
 	touch $@
 endef
 install: $(VENV)/.installed-book
-$(VENV)/.installed-book: requirements.txt requirements.lock pyproject.toml
+$(VENV)/.installed-book: requirements.txt requirements.lock pyproject.toml tools/pyproject.toml
 	$(call pip_install,book)
 ALL_EXTRAS := book,test,bench
-$(VENV)/.installed-test: requirements.txt requirements.lock pyproject.toml
+$(VENV)/.installed-test: requirements.txt requirements.lock pyproject.toml tools/pyproject.toml
 	$(call pip_install,$(ALL_EXTRAS))
 
 # Re-resolve requirements.lock after changing a pin in requirements.txt or pyproject.toml: uv, for
@@ -115,7 +115,7 @@ $(BUILD)/.cache-filled: $(PACKAGE) | $(VENV)/.installed-book
 # Each chapter top to bottom in a fresh kernel (started in book/), saved as a copy in the build
 # directory; redone when the notebook, the package or the pins change.
 $(EXECUTED)/book/%.ipynb: book/%.ipynb $(PACKAGE) requirements.txt $(BUILD)/.cache-filled
-	$(PY) -m bertflow_mini.chapters.execute $< --output $@
+	$(PY) -m bookbuild.execute $< --output $@
 # The instructor's page counts what the chapters beside it say: redone when one of them changes.
 $(EXECUTED)/book/teaching.ipynb: $(wildcard book/[0-9][0-9]-*.ipynb)
 $(EXECUTED)/%: %
@@ -133,10 +133,10 @@ html: $(VENV)/.installed-book
 # The same book for students: its sources copied into $(STUDENT_HTML) without the solutions (the
 # student editions' rules: Solution dropdowns, the Exercises section's hidden cells) and without the
 # teachers' page, each Colab button opening the student edition; built there from the committed
-# outputs (bertflow_mini.chapters.editions.write_student_book).
+# outputs (bookbuild.editions.write_student_book).
 STUDENT_HTML := $(BUILD)/student-html
 student-html: $(VENV)/.installed-book
-	$(PY) -m bertflow_mini.chapters.editions --student-book $(STUDENT_HTML)
+	$(PY) -m bookbuild.editions --student-book $(STUDENT_HTML)
 	$(VENV)/bin/jupyter-book build $(STUDENT_HTML) --warningiserror --keep-going -q
 	@echo "The student book is at file://$(abspath $(STUDENT_HTML))/_build/html/index.html"
 
@@ -144,25 +144,25 @@ student-html: $(VENV)/.installed-book
 # (the same without solutions) of every chapter and the results page, generated from book/*.ipynb
 # and committed where the README's Colab links point. Rerun after changing a chapter (a test fails
 # while a committed edition is stale); the editions read the committed outputs' glued values.
-# Everything a copy of the book publishes (bertflow_mini.chapters.publish): the released weights'
+# Everything a copy of the book publishes (bookbuild.publish): the released weights'
 # archives with their checksums, the package's manifest of them, the editions and the wheel, into
 # $(BUILD)/release; `make release REPOSITORY=https://github.com/<you>/<fork>` sets the one configured
 # value first (README: "Publish your own copy").
 release: $(VENV)/.installed-book cache
-	$(PY) -m bertflow_mini.chapters.publish --out $(BUILD)/release $(if $(REPOSITORY),--repository $(REPOSITORY))
+	$(PY) -m bookbuild.publish --out $(BUILD)/release $(if $(REPOSITORY),--repository $(REPOSITORY))
 editions: $(VENV)/.installed-book
-	$(PY) -m bertflow_mini.chapters.editions
+	$(PY) -m bookbuild.editions
 student: $(VENV)/.installed-book
-	$(PY) -m bertflow_mini.chapters.editions --edition student
+	$(PY) -m bookbuild.editions --edition student
 
 # Rewrites book/*.ipynb (one chapter: make refresh CHAPTERS=book/04-representation-degeneration.ipynb),
 # then prints, per chapter, every number that moved and every checked cell that no longer matches
 # the outputs it replaced (a report: review it, and `git diff book/`, before committing).
 refresh: $(VENV)/.installed-book cache
 	@mkdir -p $(BUILD)/before-refresh && cp $(CHAPTERS) $(BUILD)/before-refresh/
-	$(PY) -m bertflow_mini.chapters.execute $(CHAPTERS)
+	$(PY) -m bookbuild.execute $(CHAPTERS)
 	@for nb in $(CHAPTERS); do \
-	  $(PY) -m bertflow_mini.chapters.output_check $(BUILD)/before-refresh/$$(basename $$nb) $$nb || true; done
+	  $(PY) -m bookbuild.output_check $(BUILD)/before-refresh/$$(basename $$nb) $$nb || true; done
 
 # pytest exits 5 when it collected no test (a wrong path, a -k filter that matches nothing): say so
 # plainly and fail, since this suite always has tests. $(PYTEST_ARGS) goes to each pytest run.
@@ -180,7 +180,7 @@ UNIT_MARKERS := not html and not notebook and not colab and not warm_cache
 # vulture (dead code, counting what the chapters call: their code exported by nbconvert; what it
 # cannot see is named in tests/vulture_whitelist.py), import-linter (the layers: pyproject.toml's
 # contracts) and mypy (the type hints; run beside the others, a cold mypy takes over a minute).
-LINTED := bertflow_mini tests benchmarks experiments
+LINTED := bertflow_mini tools tests benchmarks experiments
 lint: $(VENV)/.installed-test
 	@$(VENV)/bin/mypy & mypy=$$!; \
 	  $(VENV)/bin/ruff format --check -q $(LINTED) book && $(VENV)/bin/ruff check -q $(LINTED) book; styled=$$?; \
@@ -220,9 +220,9 @@ test-floors: $(VENV)/.installed-test cache
 	  --python-version 3.11 --no-header -q -o $(FLOORS).lock
 	test -x $(FLOORS)/bin/python || $(PYTHON) -m venv $(FLOORS)
 	$(VENV)/bin/uv pip install -q --python $(FLOORS)/bin/python -r $(FLOORS).lock
-	PYTHONPATH=$(abspath .) $(FLOORS)/bin/python -m pytest tests -m "$(UNIT_MARKERS)" -p no:cacheprovider $(PYTEST_ARGS)
+	PYTHONPATH=$(abspath .):$(abspath tools) $(FLOORS)/bin/python -m pytest tests -m "$(UNIT_MARKERS)" -p no:cacheprovider $(PYTEST_ARGS)
 	@mkdir -p $(FLOORS)/executed
-	PYTHONPATH=$(abspath .) $(FLOORS)/bin/python -m bertflow_mini.chapters.execute \
+	PYTHONPATH=$(abspath .):$(abspath tools) $(FLOORS)/bin/python -m bookbuild.execute \
 	  book/00-the-puzzle.ipynb --output $(FLOORS)/executed/00-the-puzzle.ipynb
 
 # The chapters' nbval check under perturbations that change floating point the way another CPU
@@ -266,8 +266,8 @@ test-portability: $(VENV)/.installed-test
 	  for nb in $(CHAPTERS); do \
 	    out=$$dir/executed/$$(basename $$nb); \
 	    env $$(echo $$p | tr , ' ') BERTFLOW_CACHE=$(abspath .)/$$dir/cache \
-	      $(PY) -m bertflow_mini.chapters.execute $$nb --output $$out || { failed="$$failed $$p:$$nb"; continue; }; \
-	    $(PY) -m bertflow_mini.chapters.output_check $$nb $$out --max-share 0.5 --unchecked \
+	      $(PY) -m bookbuild.execute $$nb --output $$out || { failed="$$failed $$p:$$nb"; continue; }; \
+	    $(PY) -m bookbuild.output_check $$nb $$out --max-share 0.5 --unchecked \
 	      > $$out.report || failed="$$failed $$p:$$nb"; \
 	    grep -v '^UNCHECKED' $$out.report; \
 	  done; \

@@ -6,7 +6,7 @@ readers never see it) has its fresh output compared with the committed one, in t
 
 - without a ``tolerance`` in its metadata, by nbval itself, exactly;
 - with one (numbers from training or floating-point sums), by
-  :func:`bertflow_mini.chapters.output_check.compare_cell`: the words exactly, each number within the
+  :func:`bookbuild.output_check.compare_cell`: the words exactly, each number within the
   tolerance the line states. Figures are not compared (nbval skips ``image/png`` too).
 
 This file also gives the kernel ``PYTHONHASHSEED=0`` (printed sets of strings keep their order),
@@ -32,7 +32,7 @@ import pytest
 from nbval.kernel import RunningKernel
 from nbval.plugin import IPyNbCell
 
-from bertflow_mini.chapters.output_check import (
+from bookbuild.output_check import (
     TOLERANCE_KEY,
     Drift,
     Number,

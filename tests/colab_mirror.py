@@ -112,9 +112,9 @@ def save_multiberts(config, folder: Path, seed: int) -> Path:
 
 def build_wheel(out: Path, repo: Path = REPO, manifest: dict | None = None) -> Path:
     """The wheel ``pip`` builds from ``repo``'s ``pyproject.toml``, as ``make release`` builds it
-    (:func:`bertflow_mini.chapters.publish.build_wheel`), in ``out/wheel``; ``manifest``, when
+    (:func:`bookbuild.publish.build_wheel`), in ``out/wheel``; ``manifest``, when
     given, replaces its release manifest (:mod:`bertflow_mini.encoders.release`)."""
-    from bertflow_mini.chapters.publish import build_wheel as release_wheel
+    from bookbuild.publish import build_wheel as release_wheel
 
     return release_wheel(repo, out / "wheel", manifest)
 
@@ -122,8 +122,8 @@ def build_wheel(out: Path, repo: Path = REPO, manifest: dict | None = None) -> P
 def release_from_cache(out: Path) -> dict:
     """The book's release as ``make release`` packs it, from this machine's cache (the runs the
     chapters read, built by ``make cache``), into ``out``; returns its manifest."""
-    from bertflow_mini.chapters.editions import release_tag
-    from bertflow_mini.chapters.publish import pack, released_runs
+    from bookbuild.editions import release_tag
+    from bookbuild.publish import pack, released_runs
 
     files = dict(pack(folder, out) for folder in released_runs())
     return {

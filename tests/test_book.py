@@ -15,7 +15,7 @@ import yaml
 from conftest import directive_fences, exercise_section, tags
 
 import bertflow_mini
-from bertflow_mini.chapters.output_check import cell_tolerance
+from bookbuild.output_check import cell_tolerance
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((REPO / "_config.yml").read_text())

@@ -58,8 +58,6 @@ PAPER_ROWS = {
     "flow (target)": (70.72, 63.48),
     "whitening-256 (target)": (71.43, 63.89),
 }
-#: Package modules that only build the book (``make book``): they may need the ``book`` extra.
-BOOK_TOOLS = {"execute", "editions", "colab_edition", "myst_markdown", "publish"}
 
 
 @pytest.fixture(scope="module")
@@ -346,13 +344,14 @@ def declared(requirements: list[str]) -> set[str]:
 
 
 def test_declared_dependencies_cover_every_import_of_the_package():
+    """Every module of the package (what Colab installs) needs only the core dependencies; the
+    book's build tooling (tools/bookbuild, with the ``book`` extra) is not part of it."""
     core = declared(PYPROJECT["project"]["dependencies"])
-    book = declared(PYPROJECT["project"]["optional-dependencies"]["book"])
     # import name -> installed distributions
     distributions = importlib.metadata.packages_distributions()
     missing, used = [], set()
     for module in sorted((REPO / "bertflow_mini").rglob("*.py")):
-        allowed = core | book if module.stem in BOOK_TOOLS else core
+        allowed = core
         for name, optional in third_party_imports(module).items():
             dists = {canonicalize_name(d) for d in distributions.get(name, [])}
             if optional and not dists:
@@ -601,3 +600,33 @@ def test_the_installed_package_has_every_subpackage(tmp_path):
         for p in (REPO / "bertflow_mini").rglob("__init__.py")
     }
     assert expected - shipped == set(), f"the wheel lacks {sorted(expected - shipped)}"
+
+
+@pytest.mark.slow  # builds a wheel: a few seconds
+def test_the_wheel_holds_none_of_the_books_build_tooling(tmp_path):
+    """Colab's `%pip install` brings what a reader's code needs: no edition writer, MyST
+    converter, output comparator, executor, launch button or release packer (tools/bookbuild),
+    and no module that imports what only building the book needs (the ``book`` extra)."""
+    import zipfile
+
+    from colab_mirror import build_wheel
+
+    tooling = {p.stem for p in (REPO / "tools" / "bookbuild").glob("*.py")} - {
+        "__init__"
+    }
+    assert {"editions", "myst_markdown", "output_check", "execute"} <= tooling
+    wheel = zipfile.ZipFile(build_wheel(tmp_path))
+    names = wheel.namelist()
+    modules = [n for n in names if n.endswith(".py")]
+    assert modules and all(n.startswith("bertflow_mini/") for n in modules), modules
+    assert not tooling & {Path(n).stem for n in modules}
+
+    core = declared(PYPROJECT["project"]["dependencies"])
+    book_only = declared(PYPROJECT["project"]["optional-dependencies"]["book"]) - core
+    distributions = importlib.metadata.packages_distributions()
+    unpacked = tmp_path / "unpacked"
+    wheel.extractall(unpacked)
+    for module in sorted(unpacked.rglob("*.py")):
+        for name, optional in third_party_imports(module).items():
+            dists = {canonicalize_name(d) for d in distributions.get(name, [])}
+            assert optional or not dists & book_only, f"{module.name} imports {name}"

@@ -22,9 +22,9 @@ _.closure  # torch: Optimizer.step(closure) is the signature torch calls (flow.B
 _.__getattr__  # Python: a module's __getattr__ (PEP 562) answers `module.NAME` (bertflow_mini/__init__.py: bf.NAME)
 _.__dir__  # Python: a module's __dir__ (PEP 562) answers dir(module) (bertflow_mini/__init__.py)
 _.fake_run  # pytest: requested by name for its effect (tests/chapters/test_strength.py)
-_.setup  # Sphinx: calls an extension's setup(app) (bertflow_mini/chapters/launch_button.py, _config.yml)
+_.setup  # Sphinx: calls an extension's setup(app) (tools/bookbuild/launch_button.py, _config.yml)
 _.log_message  # http.server: BaseHTTPRequestHandler calls it for each request (tests/colab_mirror.py)
-_.mtime  # tarfile: TarInfo fields tar.add writes (bertflow_mini/chapters/publish.py)
+_.mtime  # tarfile: TarInfo fields tar.add writes (tools/bookbuild/publish.py)
 _.uid  # tarfile: TarInfo field
 _.gid  # tarfile: TarInfo field
 _.uname  # tarfile: TarInfo field

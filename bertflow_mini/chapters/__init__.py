@@ -8,14 +8,10 @@
 ``strength``     how well trained a model is, printed wherever pretraining is judged
 ``puzzle``, ``pmi``, ``cooccurrence``, ``mlm_probe``, ``synonyms``, ``flow_toys``: one chapter's
                  experiments
-``teaching``     the instructor's page: words of prose, exercises and self-checks, student links
-``execute``, ``output_check``: running a chapter and comparing a fresh output with the committed one
-``editions``     the Colab and student editions of every chapter (``make editions``), each built by
-                 ``colab_edition``, whose text ``myst_markdown`` turns from MyST into plain Markdown;
-                 ``launch_button``, the HTML book's Colab button, opens them
 
-Only what stages the book lives here (toy corpora, protocols on the book's own data, the pages'
-machinery); a measurement a reader could apply to their own vectors lives in its layer below.
+Only what the chapters' cells call lives here (toy corpora, protocols on the book's own data); a
+measurement a reader could apply to their own vectors lives in its layer below, and the book's
+build tooling (editions, execution, output comparison) in ``tools/bookbuild``, outside the wheel.
 
 May import every layer below.
 """

@@ -15,16 +15,8 @@ import torch
 from bertflow_mini._device import default_device
 from bertflow_mini.chapters.plotting import set_style
 from bertflow_mini.data.pairs import MAX_PAIRS_ENV, max_pairs
-from bertflow_mini.encoders.names import (
-    BOOK_MODEL,
-    PAPER_MODEL,
-    build,
-    default_model,
-    is_glove,
-    resolve_model,
-)
-from bertflow_mini.encoders.sources import short_name
-from bertflow_mini.encoders.spec import parse_name
+from bertflow_mini.encoders.names import BOOK_MODEL, build, default_model
+from bertflow_mini.encoders.spec import parse_name, short_name
 
 #: A table :func:`rounded` accepts and returns.
 Table = TypeVar("Table", pd.DataFrame, pd.Series)
@@ -81,17 +73,16 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     set_style()
     model = model or default_model()
     _STATE["model"] = model
+    spec = parse_name(model)
     # the chapter's build step: fetching, pretraining or fine-tuning happens here, never in a lookup
-    build(model)
-    source = (
-        "GloVe word vectors" if is_glove(model) else where_from(resolve_model(model))
-    )
+    source = build(spec)
+    origin = "GloVe word vectors" if source is None else where_from(source)
     why = (
         "the book's model: its outputs are the ones the text describes"
-        if short_name(model) == BOOK_MODEL
+        if spec.short == BOOK_MODEL
         else f"the text describes {BOOK_MODEL}'s outputs; a sentence that does not hold here says so"
     )
-    print(f"model : {model}  ({why}) [{source}]")
+    print(f"model : {model}  ({why}) [{origin}]")
     data = (
         "local mirror ($BERTFLOW_DATA)"
         if os.environ.get("BERTFLOW_DATA")
@@ -106,9 +97,7 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     print(
         f"device: {default_device()}   torch {torch.__version__.split('+')[0]}   seed {seed}"
     )
-    spec = parse_name(short_name(model))
-    bert_base = spec.kind == "multiberts" or PAPER_MODEL in (spec.name, spec.base)
-    if bert_base and default_device() == "cpu":
+    if spec.bert_base_sized and default_device() == "cpu":
         print(
             f"note  : {model} is bert-base's size; on a CPU a chapter may take an hour "
             "(in Colab: Runtime > Change runtime type > a GPU)"

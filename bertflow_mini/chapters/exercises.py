@@ -34,7 +34,7 @@ from bertflow_mini.chapters import solvers
 from bertflow_mini.chapters.chapter import claim, current_model
 from bertflow_mini.data.pairs import max_pairs
 from bertflow_mini.encoders.names import BOOK_MODEL
-from bertflow_mini.encoders.sources import short_name
+from bertflow_mini.encoders.spec import short_name
 
 _ANSWERS = "answers.json"
 #: The model name under which an answer that is the same for every model is stored.

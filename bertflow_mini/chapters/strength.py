@@ -14,8 +14,7 @@ import math
 from dataclasses import dataclass
 
 from bertflow_mini.encoders import pretrain
-from bertflow_mini.encoders.sources import short_name
-from bertflow_mini.encoders.spec import parse_name
+from bertflow_mini.encoders.spec import parse_name, short_name
 
 #: What Devlin et al. (2019, §A.2) report for the released BERT checkpoints' pretraining.
 PUBLISHED_STRENGTH = {

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from bertflow_mini.encoders.encoder import Encoder
+    from bertflow_mini.encoders.spec import ModelSpec
 
 MODEL_FORMS = (
     "a short name (scratch-bert, scratch-bert@0/@25/@50, <name>@0 for random weights, <name>+simcse, "
@@ -27,18 +28,21 @@ def _default_pooling(encoder: Encoder) -> str:
     return "first-last-avg" if encoder.is_transformer else "avg"
 
 
-def _load(name: str) -> Encoder:
-    """The encoder called ``name``, built first when this machine makes it (pretraining, SimCSE).
-    An error about the name itself (it names it: no such folder, not on the hub, no such
-    checkpoint) also says what ``--model`` takes; others (missing data while training) pass
-    unchanged."""
+def _load(name: str | ModelSpec) -> Encoder:
+    """The encoder called ``name`` (parsed once, here), built first when this machine makes it
+    (pretraining, SimCSE). An error about the name itself (it names it: no such folder, not on the
+    hub, no such checkpoint) also says what ``--model`` takes; others (missing data while
+    training) pass unchanged."""
     from bertflow_mini.encoders.names import build, load_encoder
+    from bertflow_mini.encoders.spec import ModelSpec, parse_name
 
+    given = name.name if isinstance(name, ModelSpec) else name
     try:
-        build(name)
-        return load_encoder(name)
+        spec = parse_name(name)
+        build(spec)
+        return load_encoder(spec)
     except (OSError, ValueError) as err:
-        if repr(name) not in str(err):
+        if repr(given) not in str(err):
             raise
         raise ValueError(f"{err}\n--model takes {MODEL_FORMS}") from None
 
@@ -233,11 +237,12 @@ def cmd_simcse(args: argparse.Namespace) -> int:
         else:
             runs += [(model, seed) for seed in simcse_seeds(model)]
     for base_name, seed in runs:
-        name = simcse_name(base_name, seed)
+        run = parse_name(simcse_name(base_name, seed))
+        name = run.name
         # built (fine-tuned) on first use
-        encoder = _load(name)
+        encoder = _load(run)
         # a SimCSE run's log: the loss per step
-        losses, info = cast("tuple[np.ndarray, dict[str, Any]]", training_log_of(name))
+        losses, info = cast("tuple[np.ndarray, dict[str, Any]]", training_log_of(run))
         print(
             f"{name}: {len(losses)} steps, loss {losses[:10].mean():.3f} -> {losses[-10:].mean():.3f}, "
             f"trained in {info['seconds'] / 60:.1f} min  [{encoder.source}]"

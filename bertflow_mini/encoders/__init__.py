@@ -1,7 +1,8 @@
 """Layer 2 — encoders: a model name becomes weights, and sentences become vectors.
 
-``sources``      where a model's files are: an explicit folder, ``$BERTFLOW_MODELS``, or the hub
-``spec``         the grammar of model names: a name parses into a :class:`ModelSpec`
+``spec``         the grammar of model names, its one home: a name parses into a :class:`ModelSpec`
+                 (parsed once, where a name comes in; the spec travels from there)
+``sources``      where a model's files are on this machine: an explicit folder or ``$BERTFLOW_MODELS``
 ``names``        **the one map from a name to a folder** (mirror → cache → hub; never trains),
                  and :func:`build`, the explicit step that pretrains, fine-tunes or initialises
 ``runs``         the cache of trained artefacts: a config's hash names its folder
@@ -10,7 +11,8 @@
 ``pooling``      how hidden states become one vector (and the layer-indexing pitfall)
 ``encoder``      the :class:`Encoder` and batched encoding: forward passes, poolings read off them
 ``cache``        weights fingerprints and the disk cache of sentence vectors
-``loading``      an :class:`Encoder` from a folder or hub id, or the GloVe baseline
+``loading``      an :class:`Encoder` from a folder or hub id (offline options, the error that
+                 names the mirror and the hub), or the GloVe baseline
 ``glove``        GloVe word vectors averaged into sentences: the static baseline
 ``checkpoints``  a checkpoint's MLM head and its corpus' token counts
 ``mlm``          masked language modelling as BERT does it

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from bertflow_mini._device import default_device
+from bertflow_mini.data.downloads import HUB_URL, hub_reachable
 from bertflow_mini.encoders.cache import weights_fingerprint
 from bertflow_mini.encoders.encoder import Encoder
-from bertflow_mini.encoders.sources import hub_options, offline_error, short_name
+from bertflow_mini.encoders.sources import MODELS_ENV
+from bertflow_mini.encoders.spec import short_name
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
@@ -97,20 +100,58 @@ def _load_report_checked() -> Iterator[dict[str, Any]]:
                 logger.handle(record)
 
 
+def hub_options(source: str) -> dict[str, bool]:
+    """Keyword arguments for ``from_pretrained(source)``: when ``source`` is a hub id and the hub cannot
+    be reached, only Hugging Face's own local cache is tried (an immediate error, not a minute of
+    retries, when that has nothing)."""
+    if Path(source).is_dir() or hub_reachable():
+        return {}
+    return {"local_files_only": True}
+
+
+def offline_error(name: str, source: str, err: Exception) -> OSError:
+    """The error for a model that is neither mirrored nor reachable: names the variable, the folder
+    looked for and the hub URL tried."""
+    mirror = os.environ.get(MODELS_ENV)
+    where = (
+        f"${MODELS_ENV}={mirror} has no folder '{short_name(name)}'"
+        if mirror
+        else f"${MODELS_ENV} is not set (point it at a folder holding '<short name>/' in Hugging Face format)"
+    )
+    first = str(err).splitlines()[0] if str(err) else ""
+    return OSError(
+        f"could not load model '{name}': {where}, and loading '{source}' from the hub "
+        f"({HUB_URL.format(source)}) failed: {type(err).__name__}: {first}"
+    )
+
+
 @contextmanager
-def _from_hub_or_folder(source: str, name: str) -> Iterator[dict[str, bool]]:
-    """Around ``from_pretrained(source, **options)`` calls: no progress bars, hub options for
-    offline machines, and an error naming the mirror and the hub URL on failure."""
+def hf_bars_off() -> Iterator[None]:
+    """Hugging Face's progress bars off inside the block, then as they were before it."""
     from transformers.utils import logging as hf_logging
 
-    # a "Loading weights" bar per load would clutter chapters
+    was_on = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
     try:
-        yield hub_options(source)
-    except (OSError, ValueError) as err:
-        raise offline_error(name, source, err) from err
+        yield
     finally:
-        hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
+        if was_on:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
+
+
+@contextmanager
+def _from_hub_or_folder(
+    source: str, name: str, local_only: bool = False
+) -> Iterator[dict[str, bool]]:
+    """Around ``from_pretrained(source, **options)`` calls: no progress bars, hub options for
+    offline machines (``local_only``: Hugging Face's local cache alone, the network not even
+    probed), and an error naming the mirror and the hub URL on failure."""
+    # a "Loading weights" bar per load would clutter chapters
+    with hf_bars_off():
+        try:
+            yield {"local_files_only": True} if local_only else hub_options(source)
+        except (OSError, ValueError) as err:
+            raise offline_error(name, source, err) from err
 
 
 def load_network(
@@ -145,14 +186,40 @@ def load_tokenizer(source: str, name: str | None = None) -> PreTrainedTokenizerB
         return AutoTokenizer.from_pretrained(source, **options)
 
 
-def load_config(source: str, name: str | None = None) -> PreTrainedConfig:
+def load_config(
+    source: str, name: str | None = None, local_only: bool = False
+) -> PreTrainedConfig:
     """The config at ``source`` (a folder or hub id), with :func:`load_network`'s offline handling:
-    a network's shape without its weights."""
+    a network's shape without its weights. ``local_only``: from a folder or Hugging Face's local
+    cache, never the network (an ``OSError`` when neither has it)."""
     from transformers import AutoConfig
 
-    with _from_hub_or_folder(source, name or source) as options:
+    if local_only and not Path(source).is_dir():
+        # the snapshot folder HF's cache holds: a folder load never calls the hub library's
+        # network code (which may ask the network even with local_files_only)
+        cached = _cached_config(source)
+        if cached is None:
+            raise OSError(f"{source}: no config in Hugging Face's local cache")
+        source = str(Path(cached).parent)
+    with _from_hub_or_folder(source, name or source, local_only) as options:
         config: PreTrainedConfig = AutoConfig.from_pretrained(source, **options)
         return config
+
+
+def _cached_config(source: str) -> str | None:
+    """The path of hub model ``source``'s config in Hugging Face's local cache, or ``None``."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(source, "config.json")
+    return found if isinstance(found, str) else None
+
+
+def hub_commit(source: str) -> str | None:
+    """The commit of hub model ``source`` that Hugging Face's local cache holds (the folder
+    ``snapshots/<commit>/`` its config lies in), or ``None`` when it holds none: read from local
+    files, the network never asked."""
+    found = _cached_config(source)
+    return Path(found).parent.name if found else None
 
 
 def load_from(

@@ -25,24 +25,21 @@ from bertflow_mini._device import default_device
 from bertflow_mini.encoders import pretrain, release, simcse
 from bertflow_mini.encoders.cache import weights_fingerprint
 from bertflow_mini.encoders.encoder import Encoder
-from bertflow_mini.encoders.loading import load_from, load_glove_encoder
+from bertflow_mini.encoders.loading import hub_commit, load_from, load_glove_encoder
 from bertflow_mini.encoders.random_init import (  # noqa: F401 (parameter_count: re-exported)
     parameter_count,
     random_init,
     random_init_folder,
 )
 from bertflow_mini.encoders.runs import NotBuiltError
-from bertflow_mini.encoders.sources import (
-    hub_id,
-    local_folder,
-    short_name,
-)
-from bertflow_mini.encoders.sources import is_glove as is_glove
+from bertflow_mini.encoders.sources import local_folder
 from bertflow_mini.encoders.spec import (  # noqa: F401 (MULTIBERTS_STEPS: re-exported)
+    BERT_BASE,
     MULTIBERTS_STEPS,
     ModelSpec,
     multiberts,
     parse_name,
+    short_name,
 )
 from bertflow_mini.encoders.spec import control_of as control_of
 
@@ -51,7 +48,7 @@ if TYPE_CHECKING:
 
 #: The model the book's pages are computed with, and the paper's model (one switch away).
 BOOK_MODEL = pretrain.NAME
-PAPER_MODEL = "bert-base-uncased"
+PAPER_MODEL = BERT_BASE
 #: A small BERT-style encoder fine-tuned for similarity: the book's contrast.
 CONTRAST_MODEL = "all-MiniLM-L6-v2"
 #: Set it to a model name to make that the default of every chapter and command.
@@ -64,119 +61,154 @@ def default_model() -> str:
     return os.environ.get(MODEL_ENV) or BOOK_MODEL
 
 
-def checkpoints_along_training(model: str) -> list[tuple[str, str]]:
+def checkpoints_along_training(model: str | ModelSpec) -> list[tuple[str, str]]:
     """(label, name) of checkpoints of ``model`` along its pretraining, from random init to the end:
     scratch-bert's ``@0/@25/@50/@100``; for bert-base-uncased, MultiBERTs seed 0 at a handful of steps
     and the released model; for any other model, its ``@0`` control and itself."""
-    if short_name(model) == BOOK_MODEL:
+    spec = parse_name(model)
+    if spec.short == BOOK_MODEL:
         return [(f"{p}%", f"{BOOK_MODEL}@{p}") for p in pretrain.PERCENTS]
-    if short_name(model) == PAPER_MODEL:
+    if spec.short == PAPER_MODEL:
         steps = (0, 20, 200, 2000)
         return [(f"MultiBERTs {k}k", multiberts(k)) for k in steps] + [
-            ("bert-base-uncased", model)
+            (PAPER_MODEL, spec.name)
         ]
-    return [("random init", control_of(model)), ("pretrained", model)]
+    return [("random init", control_of(spec.name)), ("pretrained", spec.name)]
 
 
 # ---------------------------------------------------------------------------------------------- the map
-def resolve_model(name: str) -> str:
+def resolve_model(name: str | ModelSpec) -> str:
     """Where ``name`` loads from: a folder or a hub id. Never trains: a name built here and not
     built yet is a :class:`NotBuiltError` that says how to build it (:func:`build`)."""
-    return _resolve(str(name), initialise=False)
+    return _resolve(parse_name(name), initialise=False)
 
 
-def source_of(name: str) -> str:
+def source_of(name: str | ModelSpec) -> str:
     """:func:`resolve_model` for a loader: a missing random-init control is initialised first
     (seconds, no training); a model that needs training must be built (:func:`build`)."""
-    return _resolve(str(name), initialise=True)
+    return _resolve(parse_name(name), initialise=True)
 
 
-def _resolve(name: str, initialise: bool) -> str:
+def _resolve(spec: ModelSpec, initialise: bool) -> str:
     """:func:`resolve_model`; ``initialise`` builds a missing random-init control (no training)."""
-    if is_glove(name):
+    if spec.kind == "glove":
         raise ValueError(
-            f"{name} is the GloVe baseline, not a folder of weights: use load_encoder({name!r})"
+            f"{spec.name} is the GloVe baseline, not a folder of weights: "
+            f"use load_encoder({spec.name!r})"
         )
     # an explicit folder (a missing path is an error), then the mirror
-    folder = local_folder(name)
+    folder = local_folder(spec.name)
     if folder is not None:
         return str(folder)
-    spec = parse_name(name)
     if spec.kind == "simcse":
-        return str(_simcse_folder(spec, must_exist=True))
+        config = simcse.config_for(spec.seed)
+        try:
+            base_source = _resolve(spec.of, initialise=False)
+        except NotBuiltError:
+            raise NotBuiltError(
+                f"{spec.name} is not built yet, nor is its base {spec.base}: "
+                + _how_to_build_simcse(spec, config)
+            ) from None
+        return str(_simcse_folder(spec, _fingerprint(base_source), config, True))
     if spec.kind == "scratch":
-        return str(pretrain.checkpoint_folder(short_name(name)))
+        return str(pretrain.checkpoint_folder(spec))
     if spec.kind == "random":
         if initialise:
             return str(random_init(spec.base, spec.seed, spec.init))
-        found = random_init_folder(spec.base, spec.seed, spec.init)[0]
+        how = (
+            f"{spec.name} is not built yet: build it with bf.build({spec.name!r}) "
+            "(it draws the network's weights: seconds, no training)"
+        )
+        try:  # a lookup reads local files only: the config from the mirror or HF's cache
+            found = random_init_folder(
+                spec.base, spec.seed, spec.init, local_only=True
+            )[0]
+        except OSError:
+            raise NotBuiltError(how) from None
         if not found.is_dir():
-            raise NotBuiltError(
-                f"{name} is not built yet: build it with bf.build({name!r}) "
-                "(it draws the network's weights: seconds, no training)"
-            )
+            raise NotBuiltError(how)
         return str(found)
-    return spec.hub_id or hub_id(name)
+    return spec.on_the_hub
 
 
-def _simcse_folder(spec: ModelSpec, must_exist: bool) -> Path:
-    """The folder of a SimCSE run (its name hashes the base's weights, so the base must exist)."""
-    config = simcse.config_for(spec.seed)
+def _how_to_build_simcse(spec: ModelSpec, config: simcse.SimCSEConfig) -> str:
+    """How to build the SimCSE run ``spec``, and about how long it takes."""
     minutes = config.steps * simcse.SECONDS_PER_STEP / 60
-    how = (
+    return (
         f"build it with bf.build({spec.name!r}) or `python -m bertflow_mini simcse --models "
         f"{spec.name}` (SimCSE fine-tuning: about {minutes:.0f} minutes on a 2-core CPU for "
         "a network of scratch-bert's size, longer for larger ones)"
     )
-    try:
-        base_source = resolve_model(spec.base)
-    except NotBuiltError:
-        raise NotBuiltError(
-            f"{spec.name} is not built yet, nor is its base {spec.base}: {how}"
-        ) from None
-    folder = simcse.run_dir(spec.base, _fingerprint(base_source), config)
+
+
+def _simcse_folder(
+    spec: ModelSpec,
+    base_fingerprint: str | None,
+    config: simcse.SimCSEConfig,
+    must_exist: bool,
+) -> Path:
+    """The folder of the SimCSE run ``spec`` of the base whose weights have ``base_fingerprint``
+    (its name hashes them, so the base must exist: ``None`` is a hub model not downloaded yet)."""
+    not_built = f"{spec.name} is not built yet: {_how_to_build_simcse(spec, config)}"
+    if base_fingerprint is None:
+        raise NotBuiltError(not_built)
+    folder = simcse.run_dir(spec.base, base_fingerprint, config)
     if must_exist and not folder.is_dir():
-        raise NotBuiltError(f"{spec.name} is not built yet: {how}")
+        raise NotBuiltError(not_built)
     return folder
 
 
-def build(name: str, *, progress: bool = True) -> None:
+def build(name: str | ModelSpec, *, progress: bool = True) -> str | None:
     """Build ``name`` where this machine makes it: ``scratch-bert`` and its ``+simcse`` runs are
     fetched from the book's release (:mod:`bertflow_mini.encoders.release`), else pretrained or
     fine-tuned here (the base first); an ``@0`` control is initialised. Each says what it does and
-    about how long. A name already built, mirrored or on the hub returns at once."""
-    name = str(name)
-    if is_glove(name) or local_folder(name) is not None:
-        return
+    about how long. A name already built, mirrored or on the hub returns at once. Returns where it
+    loads from (:func:`resolve_model`'s answer), or ``None`` for GloVe (no network to build)."""
     spec = parse_name(name)
+    if spec.kind == "glove":
+        return None
+    folder = local_folder(spec.name)
+    if folder is not None:
+        return str(folder)
     if spec.kind == "scratch":
-        pretrain.checkpoint(short_name(name), progress=progress)
-    elif spec.kind == "random":
-        random_init(spec.base, spec.seed, spec.init)
-    elif spec.kind == "simcse":
-        build(spec.base, progress=progress)
-        folder = _simcse_folder(spec, must_exist=False)
-        if not folder.is_dir() and not release.fetch(folder, progress=progress):
-            base_source = resolve_model(spec.base)
-            base = load_from(base_source, spec.base)
-            simcse.train_and_save(base, simcse.config_for(spec.seed), progress=progress)
+        return str(pretrain.checkpoint(spec, progress=progress))
+    if spec.kind == "random":
+        return str(random_init(spec.base, spec.seed, spec.init))
+    if spec.kind != "simcse":
+        return spec.on_the_hub
+    base_source = build(spec.of, progress=progress)
+    assert base_source is not None  # GloVe's names are GloVe's, never a SimCSE run's
+    config = simcse.config_for(spec.seed)
+    fingerprint = _fingerprint(base_source)
+    if fingerprint is None:  # a hub model: downloaded first
+        load_from(base_source, spec.base)
+        fingerprint = _fingerprint(base_source)
+    tuned = _simcse_folder(spec, fingerprint, config, must_exist=False)
+    if not tuned.is_dir() and not release.fetch(tuned, progress=progress):
+        base = load_from(base_source, spec.base)
+        simcse.train_and_save(base, config, progress=progress)
+    return str(tuned)
 
 
-def _fingerprint(source: str) -> str:
-    """The weights' fingerprint, from the files when ``source`` is a folder (no model is loaded)."""
+def _fingerprint(source: str) -> str | None:
+    """The weights' fingerprint, from local files only (no model is loaded, the network never
+    asked): a folder's weights, or a hub model's commit as Hugging Face's cache holds it (the
+    fingerprint :func:`load_from` gives it); ``None`` for a hub model not downloaded yet."""
     if Path(source).is_dir():
         return weights_fingerprint(Path(source))
-    return load_from(source).fingerprint
+    return hub_commit(source)
 
 
-def load_encoder(name: str, device: str | None = None) -> Encoder:
+def load_encoder(name: str | ModelSpec, device: str | None = None) -> Encoder:
     """Load ``name`` (any name :func:`resolve_model` takes) ready for
     :func:`bertflow_mini.encoders.encoder.encode`, on ``device`` (default: a GPU when there is one).
     A missing random-init control is initialised first; a model that needs training is not
     trained here (:func:`build`)."""
-    if is_glove(name):
-        return load_glove_encoder(name)
-    return load_from(source_of(name), name, device or default_device())
+    spec = parse_name(name)
+    if spec.kind == "glove":
+        return load_glove_encoder(spec.name)
+    source = _resolve(spec, initialise=True)
+    return load_from(source, spec.name, device or default_device())
 
 
 #: SimCSE training seeds the book runs for its own model and that model's control (chapter 7)
@@ -198,7 +230,7 @@ def simcse_seeds(model: str) -> tuple[int, ...]:
 def _tuned(
     name: str, fingerprint: str, config: simcse.SimCSEConfig, device: str
 ) -> Encoder:
-    tuned = simcse.simcse_name(name, config.seed)
+    tuned = parse_name(simcse.simcse_name(name, config.seed))
     build(tuned)
     return load_encoder(tuned, device)
 
@@ -212,14 +244,14 @@ def simcse_encoder(encoder: Encoder, seed: int = 0) -> Encoder:
 
 
 def training_log_of(
-    name: str,
+    name: str | ModelSpec,
 ) -> tuple[np.ndarray, dict[str, Any]] | tuple[list[dict[str, float]], dict[str, Any]]:
     """The training log of a trained checkpoint name: scratch-bert's curve and facts, or a SimCSE
     model's loss per step and facts. A lookup: a run not built yet is a :class:`NotBuiltError`
     that says how to build it (:func:`build`)."""
-    kind = parse_name(name).kind
-    if kind == "simcse":
-        return simcse.read_training_log(Path(resolve_model(name)))
-    if kind == "scratch":
+    spec = parse_name(name)
+    if spec.kind == "simcse":
+        return simcse.read_training_log(Path(_resolve(spec, initialise=False)))
+    if spec.kind == "scratch":
         return pretrain.training_log()
-    raise ValueError(f"{name!r} was not trained by this package: no training log")
+    raise ValueError(f"{spec.name!r} was not trained by this package: no training log")

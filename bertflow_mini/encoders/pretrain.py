@@ -48,8 +48,13 @@ from bertflow_mini.encoders.runs import (
     run_key,
     write_run_log,
 )
+from bertflow_mini.encoders.spec import (
+    BERT_BASE_TOKENIZER,
+    SCRATCH,
+    ModelSpec,
+    parse_name,
+)
 from bertflow_mini.encoders.spec import PERCENTS as PERCENTS
-from bertflow_mini.encoders.spec import SCRATCH, parse_name
 
 if TYPE_CHECKING:
     from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerBase
@@ -57,7 +62,7 @@ if TYPE_CHECKING:
 #: Bump when the training code changes what a recipe produces: every cached checkpoint is then retrained.
 RECIPE_VERSION = 1
 NAME = SCRATCH
-TOKENIZER = "bert-base-uncased-tokenizer"
+TOKENIZER = BERT_BASE_TOKENIZER
 #: Seconds per training step on a 2-core CPU at the default shape: only for the "about N minutes"
 #: message and :func:`steps_for_minutes` (the speed benchmark measures the real figure).
 SECONDS_PER_STEP = 0.45
@@ -169,75 +174,78 @@ def pretrain(
     all); returns :func:`run_dir`. Deterministic: the same recipe on the same machine gives the same bits.
     """
     from transformers import BertForMaskedLM
-    from transformers.utils import logging as hf_logging
+
+    from bertflow_mini.encoders.loading import hf_bars_off
 
     # no "Writing model shards" bar per checkpoint
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
-    final = run_dir(recipe)
-    tokenizer = load_tokenizer()
-    train_text, held_text = split_held_out(
-        corpus_sentences(recipe.corpus), recipe.held_out
-    )
-    train = tokenize(train_text, tokenizer, recipe.max_length)
-    held = tokenize(held_text, tokenizer, recipe.max_length)
-    counts = np.bincount(np.concatenate(train.seqs), minlength=train.vocab_size)
-    counts[list(train.special_ids)] = 0
-    # another process may finish the same recipe first: keep theirs
-    with atomic_dir(final) as staging:
-        saves = {
-            round(recipe.steps * p / 100): staging / f"pct-{p:03d}" for p in PERCENTS
-        }
-        # a GPU when there is one: masks are drawn on the CPU either way
-        device = default_device()
-        with (
-            torch.random.fork_rng(devices=cuda_devices(device)),
-            torch_threads(threads or TRAINING_THREADS),
-        ):
-            # the initial weights are drawn on the CPU, then moved
-            torch.manual_seed(recipe.seed)
-            model = BertForMaskedLM(
-                bert_config(recipe, len(tokenizer), tokenizer.pad_token_id)
-            ).to(device)  # type: ignore[arg-type]  # transformers' wrapper hides .to's signature
-            log = _CurveAndCheckpoints(
-                model, held, saves, tokenizer, every=max(1, recipe.steps // 20)
-            )
-            start = time.perf_counter()
-            train_mlm(
-                model,
-                train,
-                steps=recipe.steps,
-                batch_size=recipe.batch_size,
-                lr=recipe.lr,
-                warmup_steps=max(1, round(recipe.warmup * recipe.steps)),
-                seed=recipe.seed,
-                weight_decay=recipe.weight_decay,
-                callback=log,
-                progress=progress,
-            )
-            seconds = time.perf_counter() - start
-        info = {
-            "recipe": asdict(recipe),
-            "recipe_version": RECIPE_VERSION,
-            "key": recipe.key(),
-            "train_sentences": len(train.seqs),
-            "held_out_sentences": len(held.seqs),
-            "train_tokens": int(sum(len(s) for s in train.seqs)),
-            "unigram_entropy": unigram_entropy(counts),
-            "seconds": seconds,
-        }
-        # each checkpoint carries the run's log and counts
-        for folder in [staging, *saves.values()]:
-            np.save(folder / "token_counts.npy", counts)
-            write_run_log(folder, "recipe.json", info, log.rows)
+    with hf_bars_off():
+        final = run_dir(recipe)
+        tokenizer = load_tokenizer()
+        train_text, held_text = split_held_out(
+            corpus_sentences(recipe.corpus), recipe.held_out
+        )
+        train = tokenize(train_text, tokenizer, recipe.max_length)
+        held = tokenize(held_text, tokenizer, recipe.max_length)
+        counts = np.bincount(np.concatenate(train.seqs), minlength=train.vocab_size)
+        counts[list(train.special_ids)] = 0
+        # another process may finish the same recipe first: keep theirs
+        with atomic_dir(final) as staging:
+            saves = {
+                round(recipe.steps * p / 100): staging / f"pct-{p:03d}"
+                for p in PERCENTS
+            }
+            # a GPU when there is one: masks are drawn on the CPU either way
+            device = default_device()
+            with (
+                torch.random.fork_rng(devices=cuda_devices(device)),
+                torch_threads(threads or TRAINING_THREADS),
+            ):
+                # the initial weights are drawn on the CPU, then moved
+                torch.manual_seed(recipe.seed)
+                model = BertForMaskedLM(
+                    bert_config(recipe, len(tokenizer), tokenizer.pad_token_id)
+                ).to(device)  # type: ignore[arg-type]  # transformers' wrapper hides .to's signature
+                log = _CurveAndCheckpoints(
+                    model, held, saves, tokenizer, every=max(1, recipe.steps // 20)
+                )
+                start = time.perf_counter()
+                train_mlm(
+                    model,
+                    train,
+                    steps=recipe.steps,
+                    batch_size=recipe.batch_size,
+                    lr=recipe.lr,
+                    warmup_steps=max(1, round(recipe.warmup * recipe.steps)),
+                    seed=recipe.seed,
+                    weight_decay=recipe.weight_decay,
+                    callback=log,
+                    progress=progress,
+                )
+                seconds = time.perf_counter() - start
+            info = {
+                "recipe": asdict(recipe),
+                "recipe_version": RECIPE_VERSION,
+                "key": recipe.key(),
+                "train_sentences": len(train.seqs),
+                "held_out_sentences": len(held.seqs),
+                "train_tokens": int(sum(len(s) for s in train.seqs)),
+                "unigram_entropy": unigram_entropy(counts),
+                "seconds": seconds,
+            }
+            # each checkpoint carries the run's log and counts
+            for folder in [staging, *saves.values()]:
+                np.save(folder / "token_counts.npy", counts)
+                write_run_log(folder, "recipe.json", info, log.rows)
     return final
 
 
 # ---------------------------------------------------------------------------------------- names
-def _percent(name: str) -> int:
+def _checkpoint(name: str | ModelSpec) -> ModelSpec:
+    """The spec of checkpoint ``name``, a ``ValueError`` unless it is one of :data:`NAME`'s."""
     spec = parse_name(name)
     if spec.kind != "scratch":
-        raise ValueError(f"{name!r} is not a {NAME} checkpoint name")
-    return spec.percent
+        raise ValueError(f"{spec.name!r} is not a {NAME} checkpoint name")
+    return spec
 
 
 def minutes(recipe: Recipe) -> float:
@@ -245,29 +253,34 @@ def minutes(recipe: Recipe) -> float:
     return recipe.steps * SECONDS_PER_STEP / 60
 
 
-def checkpoint_folder(name: str = NAME, recipe: Recipe | None = None) -> Path:
+def checkpoint_folder(
+    name: str | ModelSpec = NAME, recipe: Recipe | None = None
+) -> Path:
     """The folder of checkpoint ``name`` (``scratch-bert`` or ``scratch-bert@<percent>``) of
     ``recipe`` (default: :data:`DEFAULT`); a :class:`NotBuiltError` saying how to build it when
     it has not been pretrained. Never trains."""
+    spec = _checkpoint(name)
     recipe = recipe or DEFAULT
-    folder = run_dir(recipe) / f"pct-{_percent(name):03d}"
+    folder = run_dir(recipe) / f"pct-{spec.percent:03d}"
     if not folder.is_dir():
         raise NotBuiltError(
-            f"{name} is not built yet: no checkpoint for this recipe in {run_dir(recipe).parent}. "
-            f"Build it with bf.build({name!r}) or `python -m bertflow_mini pretrain` (about "
+            f"{spec.short} is not built yet: no checkpoint for this recipe in "
+            f"{run_dir(recipe).parent}. Build it with bf.build({spec.short!r}) or "
+            "`python -m bertflow_mini pretrain` (about "
             f"{minutes(recipe):.0f} minutes on a 2-core CPU)"
         )
     return folder
 
 
 def checkpoint(
-    name: str = NAME, recipe: Recipe | None = None, *, progress: bool = True
+    name: str | ModelSpec = NAME, recipe: Recipe | None = None, *, progress: bool = True
 ) -> Path:
     """:func:`checkpoint_folder`, built first when it is not cached: the book's released weights
     fetched (:func:`bertflow_mini.encoders.release.fetch`), else pretrained here (saying how long
     that takes). The build step of ``scratch-bert``."""
+    spec = _checkpoint(name)
     recipe = recipe or DEFAULT
-    folder = run_dir(recipe) / f"pct-{_percent(name):03d}"
+    folder = run_dir(recipe) / f"pct-{spec.percent:03d}"
     if not folder.is_dir() and not release.fetch(run_dir(recipe), progress=progress):
         print(
             f"{NAME}: not in the cache nor in the book's release; pretraining it now "

@@ -24,29 +24,37 @@ from bertflow_mini._io import atomic_dir
 from bertflow_mini.encoders import pretrain
 from bertflow_mini.encoders.loading import load_config, load_tokenizer
 from bertflow_mini.encoders.runs import run_folder, write_run_log
-from bertflow_mini.encoders.sources import hub_id, is_glove, local_folder, short_name
+from bertflow_mini.encoders.sources import local_folder
 from bertflow_mini.encoders.spec import (  # noqa: F401 (INITIALISERS: re-exported)
+    BERT_BASE,
+    BERT_BASE_TOKENIZER,
     INITIALISERS,
     SHAPES,
     check_initialiser,
+    hub_alias,
+    is_glove,
+    short_name,
 )
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
-MINIATURES_BASE = "bert-base-uncased"
+MINIATURES_BASE = BERT_BASE
 
 
-def config_without_weights(base: str) -> tuple[PretrainedConfig, str]:
+def config_without_weights(
+    base: str, local_only: bool = False
+) -> tuple[PretrainedConfig, str]:
     """The config of ``base`` and where its tokenizer is, without any weights: a folder or the
-    mirror (``<short name>`` or ``<short name>-tokenizer``), a miniature's shape, else the hub."""
+    mirror (``<short name>`` or ``<short name>-tokenizer``), a miniature's shape, else the hub
+    (``local_only``: Hugging Face's local cache alone; an ``OSError`` when it has none)."""
     for candidate in (base, f"{short_name(base)}-tokenizer"):
         folder = local_folder(candidate)
         if folder is not None and (folder / "config.json").is_file():
             return load_config(str(folder)), str(folder)
     if short_name(base) in SHAPES:
         layers, hidden = SHAPES[short_name(base)]
-        config, tokenizer = config_without_weights(MINIATURES_BASE)
+        config, tokenizer = config_without_weights(MINIATURES_BASE, local_only)
         config.update(
             {
                 "num_hidden_layers": layers,
@@ -56,8 +64,8 @@ def config_without_weights(base: str) -> tuple[PretrainedConfig, str]:
             }
         )
         return config, tokenizer
-    source = hub_id(base)
-    return load_config(source, base), source
+    source = hub_alias(base)
+    return load_config(source, base, local_only), source
 
 
 def truncated_normal_(model: torch.nn.Module, std: float, seed: int) -> None:
@@ -78,16 +86,17 @@ def truncated_normal_(model: torch.nn.Module, std: float, seed: int) -> None:
 
 
 def random_init_folder(
-    base: str, seed: int = 0, init: str = "hf"
+    base: str, seed: int = 0, init: str = "hf", local_only: bool = False
 ) -> tuple[Path, PretrainedConfig, str]:
     """Where ``base``'s random-init control lives (whether or not it exists yet), keyed by the
-    config, seed and library version, with the config and tokenizer source it is built from."""
+    config, seed and library version, with the config and tokenizer source it is built from.
+    ``local_only``: the config from local files alone (a lookup), never the network."""
     import transformers
 
     if is_glove(base):
         raise ValueError(f"{base}@0: GloVe has no network to initialise")
     check_initialiser(init)
-    config, tokenizer_source = config_without_weights(base)
+    config, tokenizer_source = config_without_weights(base, local_only)
     payload = [config.to_json_string(use_diff=False), seed, transformers.__version__]
     trunc = "trunc-" if init == "trunc" else ""
     folder = run_folder(f"{short_name(base)}@0-{trunc}seed{seed}", payload)

@@ -44,8 +44,7 @@ from bertflow_mini._threads import TRAINING_THREADS, torch_threads
 from bertflow_mini._training import gradient_step
 from bertflow_mini.encoders.pooling import pool
 from bertflow_mini.encoders.runs import run_folder, run_key, write_run_log
-from bertflow_mini.encoders.sources import short_name
-from bertflow_mini.encoders.spec import check_simcse_seed
+from bertflow_mini.encoders.spec import check_simcse_seed, short_name
 from bertflow_mini.encoders.spec import simcse_name as simcse_name
 
 if TYPE_CHECKING:
@@ -70,6 +69,9 @@ class SimCSEConfig:
     corpus: str = "sts"  # bertflow_mini.data.corpus: the unlabelled STS/SICK sentences
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        check_simcse_seed(self.seed)
+
     def payload(self, base_fingerprint: str) -> dict[str, Any]:
         """What the cache key hashes: the base weights, this config and :data:`VERSION`."""
         return {"version": VERSION, "base": base_fingerprint, **asdict(self)}
@@ -83,8 +85,9 @@ DEFAULT = SimCSEConfig()
 
 
 def config_for(seed: int) -> SimCSEConfig:
-    """:data:`DEFAULT` with training seed ``seed`` (seed 0 is :data:`DEFAULT` itself, same cache key)."""
-    return replace(DEFAULT, seed=check_simcse_seed(seed))
+    """:data:`DEFAULT` with training seed ``seed`` (seed 0 is :data:`DEFAULT` itself, same cache key;
+    a config checks its seed)."""
+    return replace(DEFAULT, seed=seed)
 
 
 #: Seconds per step on a 2-core CPU at the default config, measured here: ``scratch-bert`` (3.2 M

@@ -16,23 +16,30 @@ anything else                      ``hub``: a Hugging Face hub id
 =================================  ==================================================================
 
 A folder (or a mirrored short name) wins over the grammar; that needs the file system, so it is
-the resolver's first step, not the parser's.
+the resolver's first step (:mod:`bertflow_mini.encoders.sources`), not the parser's.
+
+The boundary (:func:`bertflow_mini.chapters.chapter.setup`, the CLI, ``load_encoder``) parses a
+name once; from there the :class:`ModelSpec` travels, with the values derived from it (its short
+name, its base's spec, its hub id).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
-
-from bertflow_mini.encoders.sources import is_glove, short_name
 
 #: The book's own BERT and its checkpoints (percent of its pretraining steps).
 SCRATCH = "scratch-bert"
+#: The paper's model: Google's bert-base-uncased (its vocabulary is scratch-bert's too).
+BERT_BASE = "bert-base-uncased"
+#: The mirror's folder holding bert-base-uncased's tokenizer and config alone, no weights.
+BERT_BASE_TOKENIZER = f"{BERT_BASE}-tokenizer"
 PERCENTS = (0, 25, 50, 100)
 SIMCSE_SUFFIX = "+simcse"
 #: Turc et al. (2019)'s BERT miniatures: name -> (layers, hidden). Heads = hidden / 64,
-#: FFN = 4 x hidden; everything else (vocabulary, positions) is bert-base-uncased's.
+#: FFN = 4 x hidden; everything else (vocabulary, positions) is :data:`BERT_BASE`'s.
 SHAPES: dict[str, tuple[int, int]] = {
     "bert-tiny": (2, 128),
     "bert-mini": (4, 256),
@@ -42,6 +49,13 @@ SHAPES: dict[str, tuple[int, int]] = {
 #: The random-init controls' initialisers: Hugging Face's normal (``@0``) and Google's truncated
 #: one (``@0-trunc``).
 INITIALISERS = ("hf", "trunc")
+#: Short names the book uses, and the hub id each one falls back to when no mirror has it.
+HUB_IDS: dict[str, str] = {
+    BERT_BASE: BERT_BASE,
+    "bert-large-uncased": "bert-large-uncased",
+    "all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+    BERT_BASE_TOKENIZER: BERT_BASE,  # the tokenizer only (scratch-bert's vocabulary)
+}
 #: MultiBERTs' checkpoints of each seed, in thousands of steps (Sellam et al. 2022, section 2).
 MULTIBERTS_STEPS = tuple(range(0, 200, 20)) + tuple(range(200, 2001, 100))
 
@@ -56,11 +70,32 @@ _MULTIBERTS = re.compile(
 )
 
 
+def short_name(name: str) -> str:
+    """``"sentence-transformers/all-MiniLM-L6-v2"`` → ``"all-MiniLM-L6-v2"``; a path → its folder name."""
+    return Path(str(name).rstrip("/")).name
+
+
+def is_glove(name: str) -> bool:
+    """``glove-6B-50d`` and friends: the static word-vector baseline, not a network."""
+    return short_name(name).lower().startswith("glove")
+
+
+def hub_alias(name: str) -> str:
+    """The hub id a short name falls back to (:data:`HUB_IDS`; itself when the book has no alias)."""
+    return HUB_IDS.get(short_name(name), name)
+
+
+def looks_like_path(name: str) -> bool:
+    """A name meant as a folder on disk (``/x``, ``./x``, ``../x``, ``~/x``), not a hub id (``org/x``)."""
+    return str(name).startswith(("/", "./", "../", "~")) or str(name) in (".", "..")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """What a model name means. ``base`` is the model a SimCSE run or a random-init control is
     made from; ``seed`` the SimCSE, init or MultiBERTs seed; ``percent`` a scratch-bert
-    checkpoint; ``step_k`` a MultiBERTs step in thousands."""
+    checkpoint; ``step_k`` a MultiBERTs step in thousands. ``short`` (the name's last part) is
+    derived from ``name``."""
 
     name: str
     kind: Kind
@@ -69,6 +104,10 @@ class ModelSpec:
     percent: int = 100
     init: str = "hf"
     step_k: int = 0
+    short: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "short", short_name(self.name))
 
     @property
     def trains(self) -> bool:
@@ -81,9 +120,26 @@ class ModelSpec:
         if self.kind == "multiberts":
             return multiberts(self.step_k, self.seed, check=False)
         if self.kind == "miniature":
-            layers, hidden = SHAPES[short_name(self.name)]
+            layers, hidden = SHAPES[self.short]
             return f"google/bert_uncased_L-{layers}_H-{hidden}_A-{hidden // 64}"
         return None
+
+    @property
+    def on_the_hub(self) -> str:
+        """The hub id the name loads from when no folder holds it: :attr:`hub_id`, else the book's
+        alias of its short name (:data:`HUB_IDS`), else the name itself."""
+        return self.hub_id or hub_alias(self.name)
+
+    @property
+    def of(self) -> ModelSpec:
+        """The spec of :attr:`base`, the model a SimCSE run or a random-init control is made from."""
+        return parse_name(self.base)
+
+    @property
+    def bert_base_sized(self) -> bool:
+        """A network of bert-base's size: bert-base-uncased, MultiBERTs, or a model made from them."""
+        multiberts = _MULTIBERTS.match(self.short) is not None
+        return multiberts or BERT_BASE in (self.short, short_name(self.base))
 
 
 def check_initialiser(init: str) -> None:
@@ -101,9 +157,11 @@ def check_simcse_seed(seed: int) -> int:
     return seed
 
 
-def parse_name(name: str) -> ModelSpec:
-    """The :class:`ModelSpec` of ``name`` (see the module's table); a malformed SimCSE tail or
-    scratch-bert checkpoint is a ``ValueError`` that says what is accepted."""
+def parse_name(name: str | ModelSpec) -> ModelSpec:
+    """The :class:`ModelSpec` of ``name`` (see the module's table; a spec is itself); a malformed
+    SimCSE tail or scratch-bert checkpoint is a ``ValueError`` that says what is accepted."""
+    if isinstance(name, ModelSpec):
+        return name
     name = str(name)
     short = short_name(name)
     if is_glove(name):

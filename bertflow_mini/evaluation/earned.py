@@ -335,7 +335,7 @@ def earned(
     file (``live=True``, or ``None`` where ``controls=`` names no file: computed now,
     3 init seeds). Any other model: its checkpoints minus its ``@0``, computed now
     (``options`` go to :func:`earned_live`)."""
-    from bertflow_mini.encoders.sources import short_name
+    from bertflow_mini.encoders.spec import short_name
 
     if short_name(model) == "bert-base-uncased":
         keep = {k: v for k, v in options.items() if k in ("seeds", "controls", "init")}

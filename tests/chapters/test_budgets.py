@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bertflow_mini.chapters import teaching
+from bookbuild import teaching
 
 REPO = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((REPO / "book").glob("[0-9][0-9]-*.ipynb"))

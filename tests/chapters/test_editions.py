@@ -1,4 +1,4 @@
-"""The committed Colab and student editions (bertflow_mini.chapters.editions): current with the
+"""The committed Colab and student editions (bookbuild.editions): current with the
 chapters, byte for byte; free of MyST and outputs; installing the release that _config.yml and the
 README name; and, for students, without solutions. Marked ``html``: each Colab edition rendered by
 nbconvert as Jupyter renders Markdown, then opened in headless Chromium with a local MathJax."""
@@ -18,7 +18,7 @@ import yaml
 from conftest import directive_fences, exercise_section, tags
 
 import bertflow_mini
-from bertflow_mini.chapters.editions import sources, stale_editions
+from bookbuild.editions import sources, stale_editions
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((REPO / "_config.yml").read_text())
@@ -49,7 +49,7 @@ def test_the_generator_writes_the_same_bytes_in_another_process_and_hash_seed(tm
         [
             sys.executable,
             "-m",
-            "bertflow_mini.chapters.editions",
+            "bookbuild.editions",
             "--root",
             str(tmp_path),
         ],
@@ -345,7 +345,7 @@ def run_in_ipython(source: str) -> tuple[str, dict, int]:
 
 
 def test_a_colab_solution_runs_on_run_all_but_shows_its_answer_only_when_ticked():
-    from bertflow_mini.chapters.colab_edition import shown_on_request
+    from bookbuild.colab_edition import shown_on_request
 
     seen, _, figures = run_in_ipython(SOLUTION)
     assert "the answer: 42" in seen and "answer\n0      42" in seen and figures == 1

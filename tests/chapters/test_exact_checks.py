@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from bertflow_mini.chapters.output_check import CHECK_TAG, NUMBER, TOLERANCE_KEY
+from bookbuild.output_check import CHECK_TAG, NUMBER, TOLERANCE_KEY
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = sorted((REPO / "book").glob("*.ipynb"))

@@ -1,4 +1,4 @@
-"""MyST → plain Markdown (bertflow_mini.chapters.myst_markdown), checked against independent
+"""MyST → plain Markdown (bookbuild.myst_markdown), checked against independent
 renderings: markdown-it (the CommonMark reference parser) for what Jupyter makes of the output, the
 HTML ids Sphinx gave the book's glossary terms, and myst-nb's own formatting of glued values."""
 
@@ -9,8 +9,8 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from bertflow_mini.chapters.editions import load_glossary, load_references
-from bertflow_mini.chapters.myst_markdown import (
+from bookbuild.editions import load_glossary, load_references
+from bookbuild.myst_markdown import (
     BookSite,
     Page,
     Reference,

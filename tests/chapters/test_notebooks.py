@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbclient.exceptions import CellExecutionError
 
-from bertflow_mini.chapters.execute import execute_notebook, main
+from bookbuild.execute import execute_notebook, main
 
 REPO = Path(__file__).resolve().parents[2]
 #: Cell metadata: checked under a tolerance (book/conftest.py), checked exactly (nbval itself).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bertflow_mini.chapters.output_check import (
+from bookbuild.output_check import (
     DEFAULT,
     EXACT,
     Tolerance,
@@ -298,10 +298,10 @@ def test_drifts_report_every_number_that_moved_and_its_share_of_the_tolerance():
 def test_the_command_reports_every_moved_number_and_fails_on_a_mismatch(
     tmp_path, capsys
 ):
-    """``python -m bertflow_mini.chapters.output_check BEFORE AFTER``: what ``make refresh`` prints."""
+    """``python -m bookbuild.output_check BEFORE AFTER``: what ``make refresh`` prints."""
     import json
 
-    from bertflow_mini.chapters.output_check import main
+    from bookbuild.output_check import main
 
     tolerant, exact = "rtol=0.02", None
     before = notebook(
@@ -340,7 +340,7 @@ def test_the_command_fails_on_a_number_beyond_the_allowed_share_and_lists_unchec
     moved number, and a ranking whose words changed (near-tied tokens swapping places)."""
     import json
 
-    from bertflow_mini.chapters.output_check import main
+    from bookbuild.output_check import main
 
     unchecked = {
         "cell_type": "code",

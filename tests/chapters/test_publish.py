@@ -12,8 +12,8 @@ import pytest
 import yaml
 from colab_mirror import serve
 
-from bertflow_mini.chapters import publish
 from bertflow_mini.encoders import release
+from bookbuild import publish
 
 REPO = Path(__file__).resolve().parents[2]
 NEW = "https://github.com/a-lecturer/course-book"

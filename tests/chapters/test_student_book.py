@@ -1,4 +1,4 @@
-"""The student HTML book (``make student-html``; bertflow_mini.chapters.editions.
+"""The student HTML book (``make student-html``; bookbuild.editions.
 write_student_book): the book's sources copied without the solutions. Checked on the real chapters,
 with detectors of their own (markdown-it's parse, the Exercises section as tests/conftest.py reads
 it), not the package's: every solution gone, every other cell kept byte for byte, the exercises
@@ -17,8 +17,8 @@ from conftest import directive_fences, exercise_section, tags
 from markdown_it import MarkdownIt
 from mdit_py_plugins.colon_fence import colon_fence_plugin
 
-from bertflow_mini.chapters import editions, launch_button
-from bertflow_mini.chapters.editions import (
+from bookbuild import editions, launch_button
+from bookbuild.editions import (
     cut_solution_directives,
     main,
     strip_solutions,

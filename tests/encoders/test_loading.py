@@ -178,3 +178,18 @@ def test_every_from_pretrained_of_the_package_is_in_the_loading_module():
         if ".from_pretrained(" in path.read_text(encoding="utf-8")
     }
     assert calls == {"bertflow_mini/encoders/loading.py"}
+
+
+@pytest.mark.parametrize("bars_on", [True, False])
+def test_a_load_leaves_hugging_faces_progress_bars_as_it_found_them(
+    multiberts_dir, bars_on
+):
+    """Loading hides the library's bars for its own calls and gives back the caller's setting."""
+    from transformers.utils import logging as hf_logging
+
+    (hf_logging.enable_progress_bar if bars_on else hf_logging.disable_progress_bar)()
+    try:
+        load_network(str(multiberts_dir))
+        assert hf_logging.is_progress_bar_enabled() is bars_on
+    finally:
+        hf_logging.enable_progress_bar()

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from colab_mirror import serve
 
-from bertflow_mini.chapters.publish import pack
 from bertflow_mini.encoders import pretrain, release
+from bookbuild.publish import pack
 
 
 def fake_run(folder: Path) -> Path:

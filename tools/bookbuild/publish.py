@@ -26,8 +26,8 @@ from pathlib import Path
 
 import yaml
 
-from bertflow_mini.chapters.editions import release_tag, write_editions
 from bertflow_mini.encoders import release
+from bookbuild.editions import release_tag, write_editions
 
 #: The files that spell the repository's URL or the book's address out (the editions are rewritten;
 #: a page's outputs that print a link are as its cell would print them now).

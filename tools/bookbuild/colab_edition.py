@@ -1,8 +1,8 @@
 """One notebook's Colab edition, or its student edition, built cell by cell from the chapter.
 
 The Colab edition is the chapter without outputs (a reader runs it; the book's outputs would mislead
-on another model) and without MyST (:mod:`bertflow_mini.chapters.myst_markdown`). Its install line
-pins the release the :class:`~bertflow_mini.chapters.myst_markdown.BookSite` names. Cells the HTML
+on another model) and without MyST (:mod:`bookbuild.myst_markdown`). Its install line
+pins the release the :class:`~bookbuild.myst_markdown.BookSite` names. Cells the HTML
 book hides become Colab form cells (``# @title`` and ``cellView: form``: the code folded under a
 title, as Colab folds its own hidden cells); a check behind the text that fails on the reader's
 model prints its note right under its cell. The student edition is the Colab edition without solutions:
@@ -19,7 +19,7 @@ import re
 
 import nbformat
 
-from bertflow_mini.chapters.myst_markdown import BookSite, Page, to_markdown
+from bookbuild.myst_markdown import BookSite, Page, to_markdown
 
 INSTALL = re.compile(r"^(\s*)%pip install .*bertflow_mini @ git\+.*$", re.M)
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)

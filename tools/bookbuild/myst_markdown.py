@@ -184,7 +184,7 @@ def _role(site: BookSite, page: Page, name: str, content: str) -> str:
         return f"${content}$"
     raise ValueError(
         f"{page.docname}: the MyST role {{{name}}} has no Colab form yet "
-        "(teach bertflow_mini.chapters.myst_markdown)"
+        "(teach bookbuild.myst_markdown)"
     )
 
 
@@ -312,7 +312,7 @@ def _directive(
         return ["", *_references(site, page), ""]
     raise ValueError(
         f"{page.docname}: the MyST directive {{{name}}} has no Colab form yet "
-        "(teach bertflow_mini.chapters.myst_markdown)"
+        "(teach bookbuild.myst_markdown)"
     )
 
 

@@ -1,8 +1,8 @@
 """Build tool: the Colab and student editions of every chapter, generated from ``book/*.ipynb``.
 
-``python -m bertflow_mini.chapters.editions`` (``make editions``) writes, for each chapter and the
+``python -m bookbuild.editions`` (``make editions``) writes, for each chapter and the
 results page, ``book/colab/<name>.ipynb`` and ``book/student/<name>.ipynb``
-(:mod:`bertflow_mini.chapters.colab_edition` builds each); ``--check`` writes nothing and fails
+(:mod:`bookbuild.colab_edition` builds each); ``--check`` writes nothing and fails
 when a committed edition differs from what the chapters generate now. ``--student-book OUT``
 (``make student-html``) writes the sources of the HTML book without its solutions into ``OUT``
 instead (:func:`write_student_book`), for ``jupyter-book build OUT``. Run from the repository's
@@ -26,14 +26,14 @@ import nbformat
 import yaml
 
 import bertflow_mini
-from bertflow_mini.chapters.colab_edition import (
+from bookbuild.colab_edition import (
     HEADING,
     SOLUTION_MARKERS,
     _Chapter,
     build_edition,
     is_solution_cell,
 )
-from bertflow_mini.chapters.myst_markdown import (
+from bookbuild.myst_markdown import (
     DIRECTIVE,
     FENCE,
     OPTION,
@@ -263,7 +263,7 @@ def _cut(lines: list[str]) -> list[str]:
 
 def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """A copy of a page's notebook without its solutions, for the student book: the code cells
-    the student editions leave out (:func:`~bertflow_mini.chapters.colab_edition.
+    the student editions leave out (:func:`~bookbuild.colab_edition.
     is_solution_cell`: tagged ``solution``, or ``hide-cell``/``remove-cell`` in the Exercises
     section) are gone; markdown cells lose their solution directives
     (:func:`cut_solution_directives`; a cell left empty goes); nbgrader's ``### BEGIN SOLUTION`` …
@@ -407,7 +407,7 @@ def write_student_book(root: Path, out: Path) -> Path:
         yaml.safe_dump(toc, sort_keys=False, allow_unicode=True), "utf-8"
     )
     (out / STUDENT_MARK).write_text(
-        "Written by python -m bertflow_mini.chapters.editions --student-book\n", "utf-8"
+        "Written by python -m bookbuild.editions --student-book\n", "utf-8"
     )
     return out
 

@@ -174,7 +174,7 @@ def student_links(root: str | PathLike) -> pd.Series:
     """Where each student edition opens in Colab (index: the notebook's name), at the release
     the editions install: the links the README lists."""
     # a build tool's module: it needs the book extras (PyYAML, nbformat), as this page does
-    from bertflow_mini.chapters import editions
+    from bookbuild import editions
 
     root = Path(root)
     site = editions.book_site(root)

@@ -2,7 +2,7 @@
 
 sphinx-book-theme's button opens the page's own notebook, whose MyST (glued numbers, glossary
 roles, dropdowns, hidden claim cells) Colab cannot render; ``book/colab/<name>.ipynb``, generated
-from it by :mod:`bertflow_mini.chapters.editions`, is what a Colab reader should get. Listed under
+from it by :mod:`bookbuild.editions`, is what a Colab reader should get. Listed under
 ``sphinx.extra_extensions`` in ``_config.yml``. The student HTML book (``make student-html``) sets
 ``sphinx.config.bertflow_colab_edition: student``: its button opens the student edition instead.
 """
@@ -13,7 +13,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from bertflow_mini.chapters import editions
+from bookbuild import editions
 
 
 @functools.cache

@@ -23,7 +23,7 @@ Options left out take :data:`DEFAULT`'s values. Integers (``338``, ``1,000,000``
 match exactly unless the cell sets ``ints``; percentages (``16%``) are rounded ratios and get the
 float tolerance.
 
-``python -m bertflow_mini.chapters.output_check COMMITTED.ipynb FRESH.ipynb`` compares two whole
+``python -m bookbuild.output_check COMMITTED.ipynb FRESH.ipynb`` compares two whole
 notebooks (``make refresh`` prints it for each chapter it rewrote): every number that moved, and
 every checked cell that no longer matches; ``--max-share 0.5`` also fails on a number that used more
 than half its tolerance, and ``--unchecked`` lists how the unchecked cells' outputs changed.
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="python -m bertflow_mini.chapters.output_check",
+        prog="python -m bookbuild.output_check",
         description="Compare a notebook executed afresh with its committed outputs.",
     )
     parser.add_argument("committed")

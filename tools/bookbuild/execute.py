@@ -1,6 +1,6 @@
 """Build tool: run a chapter top to bottom in a fresh kernel and save it with its outputs.
 
-``python -m bertflow_mini.chapters.execute book/NN-*.ipynb …`` rewrites each notebook in place
+``python -m bookbuild.execute book/NN-*.ipynb …`` rewrites each notebook in place
 (``make refresh``: the committed outputs); ``… book/NN-x.ipynb --output _build/executed/book/NN-x.ipynb``
 writes the executed copy elsewhere and leaves the chapter untouched (``make book``). Either way the
 kernel starts in the chapter's own folder. The chapters are *checked* by nbval instead
@@ -69,7 +69,7 @@ def execute_notebook(
 def main(argv: list[str] | None = None) -> None:
     """Execute each notebook in turn, saying how long each took."""
     parser = argparse.ArgumentParser(
-        prog="python -m bertflow_mini.chapters.execute", description=__doc__
+        prog="python -m bookbuild.execute", description=__doc__
     )
     parser.add_argument("notebooks", nargs="+")
     parser.add_argument(
@@ -85,5 +85,5 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {notebook}: {execute_notebook(notebook, target):.0f} s", flush=True)
 
 
-if __name__ == "__main__":  # python -m bertflow_mini.chapters.execute book/00-*.ipynb …
+if __name__ == "__main__":  # python -m bookbuild.execute book/00-*.ipynb …
     main()
