@@ -140,16 +140,13 @@ def hf_bars_off() -> Iterator[None]:
 
 
 @contextmanager
-def _from_hub_or_folder(
-    source: str, name: str, local_only: bool = False
-) -> Iterator[dict[str, bool]]:
+def _from_hub_or_folder(source: str, name: str) -> Iterator[dict[str, bool]]:
     """Around ``from_pretrained(source, **options)`` calls: no progress bars, hub options for
-    offline machines (``local_only``: Hugging Face's local cache alone, the network not even
-    probed), and an error naming the mirror and the hub URL on failure."""
+    offline machines, and an error naming the mirror and the hub URL on failure."""
     # a "Loading weights" bar per load would clutter chapters
     with hf_bars_off():
         try:
-            yield {"local_files_only": True} if local_only else hub_options(source)
+            yield hub_options(source)
         except (OSError, ValueError) as err:
             raise offline_error(name, source, err) from err
 
@@ -200,8 +197,8 @@ def load_config(
         cached = _cached_config(source)
         if cached is None:
             raise OSError(f"{source}: no config in Hugging Face's local cache")
-        source = str(Path(cached).parent)
-    with _from_hub_or_folder(source, name or source, local_only) as options:
+        source = str(Path(cached).parent)  # a folder: hub_options asks no network
+    with _from_hub_or_folder(source, name or source) as options:
         config: PreTrainedConfig = AutoConfig.from_pretrained(source, **options)
         return config
 

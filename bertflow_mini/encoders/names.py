@@ -179,13 +179,16 @@ def build(name: str | ModelSpec, *, progress: bool = True) -> str | None:
     base_source = build(spec.of, progress=progress)
     assert base_source is not None  # GloVe's names are GloVe's, never a SimCSE run's
     config = simcse.config_for(spec.seed)
+    base: Encoder | None = None
     fingerprint = _fingerprint(base_source)
-    if fingerprint is None:  # a hub model: downloaded first
-        load_from(base_source, spec.base)
-        fingerprint = _fingerprint(base_source)
+    if (
+        fingerprint is None
+    ):  # a hub model: downloaded first (its fingerprint is its commit)
+        base = load_from(base_source, spec.base)
+        fingerprint = base.fingerprint
     tuned = _simcse_folder(spec, fingerprint, config, must_exist=False)
     if not tuned.is_dir() and not release.fetch(tuned, progress=progress):
-        base = load_from(base_source, spec.base)
+        base = base or load_from(base_source, spec.base)
         simcse.train_and_save(base, config, progress=progress)
     return str(tuned)
 
