@@ -92,7 +92,7 @@ def run_facts(recipe: pretrain.Recipe) -> dict:
 
 def score_run(recipe: pretrain.Recipe, args, command: str) -> None:
     results = ResultsFile(Path(args.results), KEY, HEAD)
-    pretrain.checkpoint("scratch-bert", recipe)
+    pretrain.checkpoint(100, recipe)
     facts = {**run_facts(recipe), "recipe_key": recipe.key()}
     for checkpoint in ("pct-100", "pct-000"):
         enc = load_encoder(str(pretrain.run_dir(recipe) / checkpoint))

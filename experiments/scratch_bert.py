@@ -237,7 +237,7 @@ def main(argv=None) -> None:
         for seed in range(args.seeds)
     ]
     for r in recipes:
-        pretrain.checkpoint("scratch-bert", r)
+        pretrain.checkpoint(100, r)
     show(
         "BERT-likeness (seed 0)",
         pd.DataFrame([bert_likeness(recipe)]).T.rename(columns={0: "value"}),

@@ -19,8 +19,6 @@ _.binary_location  # selenium: ChromeOptions attribute, read by the driver (test
 _.data_dep_init_done  # normflows: attribute its ActNorm reads, set by tests comparing with it
 _.inv_perm  # normflows: attribute its Permute reads, set by tests comparing with it
 _.closure  # torch: Optimizer.step(closure) is the signature torch calls (flow.BertAdamW.step)
-_.__getattr__  # Python: a module's __getattr__ (PEP 562) answers `module.NAME` (bertflow_mini/__init__.py: bf.NAME)
-_.__dir__  # Python: a module's __dir__ (PEP 562) answers dir(module) (bertflow_mini/__init__.py)
 _.fake_run  # pytest: requested by name for its effect (tests/chapters/test_strength.py)
 _.setup  # Sphinx: calls an extension's setup(app) (tools/bookbuild/launch_button.py, _config.yml)
 _.log_message  # http.server: BaseHTTPRequestHandler calls it for each request (tests/colab_mirror.py)

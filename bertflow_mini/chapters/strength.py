@@ -56,7 +56,7 @@ def model_strength(model: str) -> Strength | None:
         raise ValueError(
             f"{model}: the training log has no held-out loss at step {step}"
         )
-    config = pretrain.checkpoint_folder(short_name(model)) / "config.json"
+    config = pretrain.checkpoint_folder(pct) / "config.json"
     vocab = json.loads(config.read_text())["vocab_size"]
     return Strength(
         model=short_name(model),

@@ -199,7 +199,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         "seed",
     )
     recipe = with_overrides(**{f: getattr(args, f) for f in fields})
-    checkpoint("scratch-bert", recipe)
+    checkpoint(100, recipe)
     rows, info = training_log(recipe)
     held = rows[-1]["held_out_loss"]
     print(f"recipe  : {recipe}")

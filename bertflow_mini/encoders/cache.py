@@ -1,8 +1,9 @@
 """What identifies a model's weights, and the disk cache of sentence vectors keyed by it.
 
 A folder's weights are identified by a SHA-256 of its weight files (memoised on their size, times
-and inode, so a changed file is noticed); an embedding cache entry by the model, that fingerprint,
-what the entry holds, ``max_length`` and the sentences. Entries are written atomically and checked
+and inode, so a changed file is noticed), a tokenizer by a SHA-256 of its full serialisation; an
+embedding cache entry by the model, those two fingerprints, the package's version, what the entry
+holds, ``max_length`` and the sentences. Entries are written atomically and checked
 on load: a missing, truncated or garbled one is recomputed, never trusted.
 """
 
@@ -14,10 +15,15 @@ import os
 import warnings
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bertflow_mini._io import atomic_path, cache_dir
+from bertflow_mini._version import __version__
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 #: What each cache entry holds (part of its key): the means every pooling of the papers needs, and
 #: the per-layer CLS / max / min vectors only the wider grid of poolings asks for.
@@ -51,16 +57,48 @@ def weights_fingerprint(folder: Path) -> str:
     return _hash_files(tuple(files), stamps)
 
 
+def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
+    """A short SHA-256 of everything that decides how ``tokenizer`` splits a sentence: a fast
+    tokenizer's whole serialisation (normaliser, pre-tokeniser, model, vocabulary, special tokens);
+    for a slow one, its class, vocabulary and settings."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        text = backend.to_str()
+    else:
+        settings = {
+            k: v for k, v in tokenizer.init_kwargs.items() if k != "name_or_path"
+        }
+        text = json.dumps(
+            [type(tokenizer).__name__, sorted(tokenizer.get_vocab().items()), settings],
+            sort_keys=True,
+            default=str,
+        )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 def embedding_file(
     name: str,
     fingerprint: str,
+    tokenizer: str,
     unique: list[str],
     max_length: int,
     content: str = MEANS,
 ) -> Path:
-    """The cache file of ``content`` for the distinct sentences ``unique`` under model ``name``."""
+    """The cache file of ``content`` for the distinct sentences ``unique`` under model ``name``
+    (weights ``fingerprint``, tokenizer fingerprint ``tokenizer``), for this package version."""
     digest = hashlib.sha256("\x1e".join(unique).encode("utf-8")).hexdigest()
-    key = json.dumps([name, fingerprint, content, max_length, digest, len(unique)])
+    key = json.dumps(
+        [
+            name,
+            fingerprint,
+            tokenizer,
+            __version__,
+            content,
+            max_length,
+            digest,
+            len(unique),
+        ]
+    )
     return (
         cache_dir("embeddings")
         / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npy"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +30,7 @@ from bertflow_mini.encoders.cache import (
     embedding_file,
     load_cached,
     save_cached,
+    tokenizer_fingerprint,
 )
 from bertflow_mini.encoders.pooling import (
     EXTREMES_POOLS,
@@ -63,6 +65,11 @@ class Encoder:
     def __post_init__(self) -> None:
         if self.model is not None:
             self.n_layers = int(self.model.config.num_hidden_layers)
+
+    @cached_property
+    def tokenizer_fingerprint(self) -> str:
+        """What identifies the tokenizer (part of every embedding cache key; empty for GloVe)."""
+        return "" if self.tokenizer is None else tokenizer_fingerprint(self.tokenizer)
 
     @property
     def is_transformer(self) -> bool:
@@ -240,7 +247,8 @@ def _layer_summary(
     is :data:`EXTREMES`), from the disk cache when it holds it.
 
     One forward pass yields every pooling of its kind, so one cache entry serves them all: it is keyed
-    by (model, weights fingerprint, content, ``max_length``, the sentences) and the pooling is applied
+    by (model, weights and tokenizer fingerprints, package version, content, ``max_length``, the
+    sentences) and the pooling is applied
     on load. The means (the papers' poolings) and the extremes (max, min, per-layer CLS) are separate
     entries, so the grid's extra pass is paid only by those who ask for it.
 
@@ -266,7 +274,12 @@ def _layer_summary(
             f"-{torch.device(encoder.device).type}"
         )
     path = embedding_file(
-        encoder.name, encoder.fingerprint, unique, max_length, content
+        encoder.name,
+        encoder.fingerprint,
+        encoder.tokenizer_fingerprint,
+        unique,
+        max_length,
+        content,
     )
     summary = load_cached(path, shape) if cache else None
     if summary is None:
@@ -337,7 +350,8 @@ def encode(
 
     Distinct sentences are encoded once, in batches sorted by length, without gradients, on the
     encoder's device. The disk cache (``$BERTFLOW_CACHE/embeddings``, else ``~/.cache/bertflow_mini``)
-    is keyed by (model, weights fingerprint, ``max_length``, the sentences) and holds every layer's
+    is keyed by (model, weights and tokenizer fingerprints, package version, ``max_length``, the
+    sentences) and holds every layer's
     mean and CLS, so asking for another pooling of the same sentences costs no forward pass.
     ``max_length=64`` is the paper's.
     """

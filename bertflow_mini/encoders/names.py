@@ -111,7 +111,7 @@ def _resolve(spec: ModelSpec, initialise: bool) -> str:
             ) from None
         return str(_simcse_folder(spec, _fingerprint(base_source), config, True))
     if spec.kind == "scratch":
-        return str(pretrain.checkpoint_folder(spec))
+        return str(pretrain.checkpoint_folder(spec.percent))
     if spec.kind == "random":
         if initialise:
             return str(random_init(spec.base, spec.seed, spec.init))
@@ -171,7 +171,7 @@ def build(name: str | ModelSpec, *, progress: bool = True) -> str | None:
     if folder is not None:
         return str(folder)
     if spec.kind == "scratch":
-        return str(pretrain.checkpoint(spec, progress=progress))
+        return str(pretrain.checkpoint(spec.percent, progress=progress))
     if spec.kind == "random":
         return str(random_init(spec.base, spec.seed, spec.init))
     if spec.kind != "simcse":

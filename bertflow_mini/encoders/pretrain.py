@@ -51,8 +51,6 @@ from bertflow_mini.encoders.runs import (
 from bertflow_mini.encoders.spec import (
     BERT_BASE_TOKENIZER,
     SCRATCH,
-    ModelSpec,
-    parse_name,
 )
 from bertflow_mini.encoders.spec import PERCENTS as PERCENTS
 
@@ -239,13 +237,16 @@ def pretrain(
     return final
 
 
-# ---------------------------------------------------------------------------------------- names
-def _checkpoint(name: str | ModelSpec) -> ModelSpec:
-    """The spec of checkpoint ``name``, a ``ValueError`` unless it is one of :data:`NAME`'s."""
-    spec = parse_name(name)
-    if spec.kind != "scratch":
-        raise ValueError(f"{spec.name!r} is not a {NAME} checkpoint name")
-    return spec
+# ---------------------------------------------------------------------------------- checkpoints
+def _checkpoint_dir(percent: int, recipe: Recipe) -> Path:
+    """Where the checkpoint at ``percent`` of ``recipe``'s steps lives; a ``ValueError`` unless
+    it is one of :data:`PERCENTS`."""
+    if percent not in PERCENTS:
+        raise ValueError(
+            f"{NAME}@{percent}: the checkpoints of {NAME} are "
+            f"{', '.join(f'@{p}' for p in PERCENTS)}"
+        )
+    return run_dir(recipe) / f"pct-{percent:03d}"
 
 
 def minutes(recipe: Recipe) -> float:
@@ -253,19 +254,17 @@ def minutes(recipe: Recipe) -> float:
     return recipe.steps * SECONDS_PER_STEP / 60
 
 
-def checkpoint_folder(
-    name: str | ModelSpec = NAME, recipe: Recipe | None = None
-) -> Path:
-    """The folder of checkpoint ``name`` (``scratch-bert`` or ``scratch-bert@<percent>``) of
-    ``recipe`` (default: :data:`DEFAULT`); a :class:`NotBuiltError` saying how to build it when
-    it has not been pretrained. Never trains."""
-    spec = _checkpoint(name)
+def checkpoint_folder(percent: int = 100, recipe: Recipe | None = None) -> Path:
+    """The folder of the checkpoint at ``percent`` of ``recipe``'s pretraining (default:
+    :data:`DEFAULT`; 100 is ``scratch-bert``, 25 ``scratch-bert@25``); a :class:`NotBuiltError`
+    saying how to build it when it has not been pretrained. Never trains."""
     recipe = recipe or DEFAULT
-    folder = run_dir(recipe) / f"pct-{spec.percent:03d}"
+    folder = _checkpoint_dir(percent, recipe)
     if not folder.is_dir():
+        name = NAME if percent == 100 else f"{NAME}@{percent}"
         raise NotBuiltError(
-            f"{spec.short} is not built yet: no checkpoint for this recipe in "
-            f"{run_dir(recipe).parent}. Build it with bf.build({spec.short!r}) or "
+            f"{name} is not built yet: no checkpoint for this recipe in "
+            f"{run_dir(recipe).parent}. Build it with bf.build({name!r}) or "
             "`python -m bertflow_mini pretrain` (about "
             f"{minutes(recipe):.0f} minutes on a 2-core CPU)"
         )
@@ -273,14 +272,13 @@ def checkpoint_folder(
 
 
 def checkpoint(
-    name: str | ModelSpec = NAME, recipe: Recipe | None = None, *, progress: bool = True
+    percent: int = 100, recipe: Recipe | None = None, *, progress: bool = True
 ) -> Path:
     """:func:`checkpoint_folder`, built first when it is not cached: the book's released weights
     fetched (:func:`bertflow_mini.encoders.release.fetch`), else pretrained here (saying how long
     that takes). The build step of ``scratch-bert``."""
-    spec = _checkpoint(name)
     recipe = recipe or DEFAULT
-    folder = run_dir(recipe) / f"pct-{spec.percent:03d}"
+    folder = _checkpoint_dir(percent, recipe)
     if not folder.is_dir() and not release.fetch(run_dir(recipe), progress=progress):
         print(
             f"{NAME}: not in the cache nor in the book's release; pretraining it now "
@@ -295,7 +293,7 @@ def training_log(
     recipe: Recipe | None = None,
 ) -> tuple[list[dict[str, float]], dict[str, Any]]:
     """The training curve and the run's facts (corpus sizes, unigram entropy, seconds) of ``recipe``."""
-    folder = checkpoint_folder(NAME, recipe).parent
+    folder = checkpoint_folder(100, recipe).parent
     with open(folder / "training_log.csv") as f:
         rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
     return rows, json.loads((folder / "recipe.json").read_text())

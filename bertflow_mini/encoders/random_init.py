@@ -25,12 +25,10 @@ from bertflow_mini.encoders import pretrain
 from bertflow_mini.encoders.loading import load_config, load_tokenizer
 from bertflow_mini.encoders.runs import run_folder, write_run_log
 from bertflow_mini.encoders.sources import local_folder
-from bertflow_mini.encoders.spec import (  # noqa: F401 (INITIALISERS: re-exported)
+from bertflow_mini.encoders.spec import (
     BERT_BASE,
-    BERT_BASE_TOKENIZER,
     INITIALISERS,
     SHAPES,
-    check_initialiser,
     hub_alias,
     is_glove,
     short_name,
@@ -95,7 +93,8 @@ def random_init_folder(
 
     if is_glove(base):
         raise ValueError(f"{base}@0: GloVe has no network to initialise")
-    check_initialiser(init)
+    if init not in INITIALISERS:
+        raise ValueError(f"init={init!r}: one of {INITIALISERS}")
     config, tokenizer_source = config_without_weights(base, local_only)
     payload = [config.to_json_string(use_diff=False), seed, transformers.__version__]
     trunc = "trunc-" if init == "trunc" else ""
@@ -143,7 +142,7 @@ def parameter_count(name: str) -> int:
     if is_glove(base):
         raise ValueError(f"{name}: GloVe is a table of vectors, not a network")
     if short_name(base) == pretrain.NAME and local_folder(base) is None:
-        config = load_config(str(pretrain.checkpoint_folder(short_name(base))))
+        config = load_config(str(pretrain.checkpoint_folder()))
     else:
         config = config_without_weights(base)[0]
     with torch.device("meta"):

@@ -135,7 +135,7 @@ def checkpoint_step(name: str) -> int | None:
 
     spec = parse_name(name)
     if spec.kind == "scratch":
-        folder = pretrain.checkpoint_folder(pretrain.NAME)
+        folder = pretrain.checkpoint_folder()
         recipe = json.loads((folder / "recipe.json").read_text())["recipe"]
         step: int = round(recipe["steps"] * spec.percent / 100)
         return step

@@ -27,7 +27,7 @@ def fake_run(tmp_path, monkeypatch):
     }
     monkeypatch.setattr(pretrain, "training_log", lambda recipe=None: (rows, info))
     monkeypatch.setattr(
-        pretrain, "checkpoint_folder", lambda name, recipe=None: tmp_path
+        pretrain, "checkpoint_folder", lambda percent=100, recipe=None: tmp_path
     )
 
 

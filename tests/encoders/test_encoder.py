@@ -427,6 +427,42 @@ def test_cache_is_invalidated_when_weights_change_with_the_same_mtime(
     assert not np.allclose(after, before, atol=1e-3)
 
 
+def test_cache_is_keyed_by_the_tokenizer_and_the_package_version(tmp_path, monkeypatch):
+    from conftest import save_tiny_bert
+
+    from bertflow_mini.encoders import cache
+
+    folder = save_tiny_bert(tmp_path / "models" / "tiny-bert")
+    monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path / "models"))
+    cased = ["The Cat sat.", "A DOG ran far."]
+    lower = encode(
+        load_encoder("tiny-bert", device="cpu"), cased, "last-avg", progress=False
+    )
+    # the same weights behind a tokenizer that keeps case: other token ids, so another entry
+    config = folder / "tokenizer_config.json"
+    config.write_text(
+        config.read_text().replace('"do_lower_case": true', '"do_lower_case": false')
+    )
+    keeps_case = load_encoder("tiny-bert", device="cpu")
+    assert not keeps_case.tokenizer.do_lower_case
+    kept = encode(keeps_case, cased, "last-avg", progress=False)
+    assert not np.allclose(kept, lower, atol=1e-3)
+    np.testing.assert_allclose(
+        kept,
+        encode(keeps_case, cased, "last-avg", cache=False, progress=False),
+        atol=1e-6,
+    )
+    entries = sorted(cache_dir("embeddings").glob("tiny-bert-*.npy"))
+    assert len(entries) == 2
+    # the same tokenizer loaded again finds its entry; another package version does not
+    again = load_encoder("tiny-bert", device="cpu")
+    encode(again, cased, "last-avg", progress=False)
+    assert sorted(cache_dir("embeddings").glob("tiny-bert-*.npy")) == entries
+    monkeypatch.setattr(cache, "__version__", "0.0.0-other")
+    encode(again, cased, "last-avg", progress=False)
+    assert len(list(cache_dir("embeddings").glob("tiny-bert-*.npy"))) == 3
+
+
 def test_encoding_with_dropout_is_seeded_noisy_per_occurrence_and_leaves_the_model_in_eval(
     tiny,
 ):

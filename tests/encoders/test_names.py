@@ -243,7 +243,9 @@ def test_parameter_counts_match_the_hand_count_and_the_loaded_weights(
     )
     # scratch-bert: its folder, not a pretraining run
     monkeypatch.setattr(
-        pretrain, "checkpoint_folder", lambda name: mirror / "small-bert"
+        pretrain,
+        "checkpoint_folder",
+        lambda percent=100, recipe=None: mirror / "small-bert",
     )
     assert parameter_count("scratch-bert@0") == loaded
     with pytest.raises(ValueError, match="GloVe"):

@@ -132,6 +132,6 @@ def test_scratch_bert_is_fetched_from_the_release_instead_of_pretrained(
         raise AssertionError("pretrained although the release holds the run")
 
     monkeypatch.setattr(pretrain, "pretrain", refuse)
-    folder = pretrain.checkpoint(pretrain.NAME, recipe, progress=False)
+    folder = pretrain.checkpoint(100, recipe, progress=False)
     assert folder == pretrain.run_dir(recipe) / "pct-100"
     assert files_of(folder) == files_of(run / "pct-100")

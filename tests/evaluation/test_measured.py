@@ -185,6 +185,7 @@ def test_the_built_wheel_ships_every_result_and_reads_them_outside_the_checkout(
     }
     assert not missing, f"not in the wheel: {sorted(missing)}"
     assert "bertflow_mini/chapters/answers.json" in names  # the exercises' self-checks
+    assert "bertflow_mini/__init__.pyi" in names  # bf.NAME's list, read at import
     venv = tmp_path / "venv"
     python = wheel_venv(venv, wheel)
     away = tmp_path / "elsewhere"

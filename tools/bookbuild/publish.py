@@ -104,7 +104,7 @@ def released_runs() -> list[Path]:
     of it and of its control (a run not built yet is a ``NotBuiltError`` saying how to build it)."""
     from bertflow_mini.encoders import names, pretrain, simcse
 
-    runs = [pretrain.checkpoint_folder(names.BOOK_MODEL).parent]
+    runs = [pretrain.checkpoint_folder().parent]
     for base in (names.BOOK_MODEL, names.control_of(names.BOOK_MODEL)):
         for seed in names.simcse_seeds(base):
             runs.append(Path(names.resolve_model(simcse.simcse_name(base, seed))))

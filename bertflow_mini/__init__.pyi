@@ -1,0 +1,135 @@
+"""The names ``import bertflow_mini as bf`` gives (``bf.setup``, ``bf.Whitening``, …), listed once:
+lazy_loader imports each from its module on first use (importing the package stays cheap), and
+type checkers and editors read this file as the package's interface. Grouped by job, not sorted."""
+
+# chapters: set-up, prose checks, exercises, figures
+from .chapters.chapter import (
+    setup as setup,
+    claim as claim,
+    glue as glue,
+    rounded as rounded,
+    seed_everything as seed_everything,
+)
+from .chapters.plotting import COLORS as COLORS
+from .chapters.exercises import (
+    check as check,
+    confirm as confirm,
+    solution as solution,
+)
+from .chapters.strength import (
+    model_strength as model_strength,
+    describe_strength as describe_strength,
+)
+
+# data
+from .data import (
+    TASKS as TASKS,
+    load_sts as load_sts,
+    task_sentences as task_sentences,
+    load_glove as load_glove,
+)
+from .data.entailment import (
+    load_sick_entailment as load_sick_entailment,
+    load_qnli as load_qnli,
+)
+
+# encoders
+from .encoders import (
+    BOOK_MODEL as BOOK_MODEL,
+    PAPER_MODEL as PAPER_MODEL,
+    CONTRAST_MODEL as CONTRAST_MODEL,
+    control_of as control_of,
+    load_encoder as load_encoder,
+    build as build,
+    resolve_model as resolve_model,
+    checkpoints_along_training as checkpoints_along_training,
+    parameter_count as parameter_count,
+    encode as encode,
+    encode_layers as encode_layers,
+    encode_with_dropout as encode_with_dropout,
+    pooling_grid as pooling_grid,
+)
+from .encoders.simcse import simcse_name as simcse_name
+from .encoders.names import (
+    simcse_seeds as simcse_seeds,
+    training_log_of as training_log_of,
+)
+
+# post-processors
+from .postprocess.whitening import Whitening as Whitening
+from .postprocess.flow import (
+    FlowConfig as FlowConfig,
+    FlowTransform as FlowTransform,
+    fit_flow as fit_flow,
+)
+
+# evaluation
+from .evaluation.sts import (
+    spearman as spearman,
+    score_pairs as score_pairs,
+    score_similarities as score_similarities,
+    Embedded as Embedded,
+    subset_table as subset_table,
+)
+from .evaluation.vectors import cosine_scores as cosine_scores
+from .evaluation.reproduce import (
+    embed_task as embed_task,
+    Evaluation as Evaluation,
+    fitting_sentences as fitting_sentences,
+    rows_table as rows_table,
+    word_overlap_row as word_overlap_row,
+    published_rows as published_rows,
+)
+from .evaluation.methods import (
+    default_methods as default_methods,
+    truncated_whitening as truncated_whitening,
+)
+from .evaluation.published import (
+    published_table as published_table,
+    LEXICAL_TABLE6 as LEXICAL_TABLE6,
+)
+from .evaluation.bootstrap import (
+    paired_bootstrap as paired_bootstrap,
+    average_difference as average_difference,
+)
+from .evaluation.lexical import (
+    lexical_table as lexical_table,
+    word_edit_distances as word_edit_distances,
+)
+
+# the shipped measurements, and what pretraining earns
+from .evaluation.measured import (
+    CONTROLS_FILE as CONTROLS_FILE,
+    PRETRAIN_SEEDS_FILE as PRETRAIN_SEEDS_FILE,
+    SCALE_FILE as SCALE_FILE,
+    colab_minutes as colab_minutes,
+    controls_table as controls_table,
+    earned_table as earned_table,
+    pretrain_seeds as pretrain_seeds,
+    scale_curve as scale_curve,
+)
+from .evaluation.controls import (
+    control_summary as control_summary,
+    pretrain_seed_spread as pretrain_seed_spread,
+)
+from .evaluation.earned import (
+    earned as earned,
+    SHAPE_OF as SHAPE_OF,
+    earned_live as earned_live,
+)
+from .evaluation.scale import (
+    scale_gaps as scale_gaps,
+    step_zero as step_zero,
+)
+from .evaluation.harness import (
+    harness_spread as harness_spread,
+    beyond_harness as beyond_harness,
+)
+from .chapters.plotting import (
+    plot_earned as plot_earned,
+    plot_scale_curve as plot_scale_curve,
+    plot_scale_gaps as plot_scale_gaps,
+)
+
+__version__: str
+__all__: list[str]
