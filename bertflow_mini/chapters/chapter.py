@@ -67,8 +67,11 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     ``setup("bert-base-uncased")`` runs the paper's model instead.
     """
     seed_everything(seed)
-    # transformers imports tqdm.auto, which warns when ipywidgets is missing; text bars are fine
-    warnings.filterwarnings("ignore", message="IProgress not found")
+    # tqdm.auto (which transformers uses) warns once, on import, when ipywidgets is missing; text
+    # bars are fine, so it is imported here with that warning silenced and the filters restored
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import tqdm.auto  # noqa: F401
     _inline_figures()
     set_style()
     model = model or default_model()

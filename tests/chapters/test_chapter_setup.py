@@ -4,6 +4,7 @@ random generator a chapter uses, so reruns print the same numbers."""
 from __future__ import annotations
 
 import random
+import warnings
 
 import matplotlib
 import numpy as np
@@ -66,7 +67,10 @@ def test_setup_with_the_mirror_names_model_data_device_and_seeds(
     monkeypatch.setenv("BERTFLOW_DATA", "/some/mirror")
     monkeypatch.delenv("BERTFLOW_MAX_PAIRS", raising=False)
     random.seed(99)  # whatever state a previous cell left
+    filters = list(warnings.filters)
     assert setup("tiny-bert", seed=3) == "tiny-bert"
+    # the reader's warning filters are as they were
+    assert warnings.filters == filters
     after_setup = draws()
     seed_everything(3)
     # setup(seed=3) left every generator exactly as seed_everything(3) does
