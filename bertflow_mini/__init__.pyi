@@ -10,7 +10,14 @@ from .chapters.chapter import (
     rounded as rounded,
     seed_everything as seed_everything,
 )
-from .chapters.plotting import COLORS as COLORS
+from .chapters.plotting import (
+    COLORS as COLORS,
+    set_style as set_style,
+    projection_scatter as projection_scatter,
+    basis_animation as basis_animation,
+    offline_jshtml as offline_jshtml,
+    frequency_norm_scatter as frequency_norm_scatter,
+)
 from .chapters.exercises import (
     check as check,
     confirm as confirm,
@@ -21,12 +28,27 @@ from .chapters.strength import (
     describe_strength as describe_strength,
 )
 
+# one chapter's experiments, each a module: bf.pmi.make_joint, bf.puzzle.cosine_by_stage, …
+from .chapters import (
+    cooccurrence as cooccurrence,
+    flow_toys as flow_toys,
+    mlm_probe as mlm_probe,
+    pmi as pmi,
+    puzzle as puzzle,
+    synonyms as synonyms,
+)
+
 # data
 from .data import (
     TASKS as TASKS,
     load_sts as load_sts,
     task_sentences as task_sentences,
     load_glove as load_glove,
+)
+from .data.corpus import (
+    corpus_sentences as corpus_sentences,
+    split_held_out as split_held_out,
+    unigram_entropy as unigram_entropy,
 )
 from .data.entailment import (
     load_sick_entailment as load_sick_entailment,
@@ -49,6 +71,15 @@ from .encoders import (
     encode_with_dropout as encode_with_dropout,
     pooling_grid as pooling_grid,
 )
+from .encoders import (
+    mlm as mlm,
+    pretrain as pretrain,
+    simcse as simcse,
+)
+from .encoders.checkpoints import (
+    checkpoint_token_counts as checkpoint_token_counts,
+    load_mlm as load_mlm,
+)
 from .encoders.simcse import simcse_name as simcse_name
 from .encoders.names import (
     simcse_seeds as simcse_seeds,
@@ -56,7 +87,11 @@ from .encoders.names import (
 )
 
 # post-processors
-from .postprocess.whitening import Whitening as Whitening
+from .postprocess import flow as flow
+from .postprocess.whitening import (
+    Whitening as Whitening,
+    AllButTheTop as AllButTheTop,
+)
 from .postprocess.flow import (
     FlowConfig as FlowConfig,
     FlowTransform as FlowTransform,
@@ -70,6 +105,8 @@ from .evaluation.sts import (
     score_similarities as score_similarities,
     Embedded as Embedded,
     subset_table as subset_table,
+    word_overlap as word_overlap,
+    cosine_after as cosine_after,
 )
 from .evaluation.vectors import cosine_scores as cosine_scores
 from .evaluation.reproduce import (
@@ -79,10 +116,12 @@ from .evaluation.reproduce import (
     rows_table as rows_table,
     word_overlap_row as word_overlap_row,
     published_rows as published_rows,
+    reproduce as reproduce,
 )
 from .evaluation.methods import (
     default_methods as default_methods,
     truncated_whitening as truncated_whitening,
+    split_method as split_method,
 )
 from .evaluation.published import (
     published_table as published_table,
@@ -91,15 +130,26 @@ from .evaluation.published import (
 from .evaluation.bootstrap import (
     paired_bootstrap as paired_bootstrap,
     average_difference as average_difference,
+    subset_mean_difference as subset_mean_difference,
 )
 from .evaluation.lexical import (
     lexical_table as lexical_table,
     word_edit_distances as word_edit_distances,
 )
+from .evaluation import (
+    bootstrap as bootstrap,
+    lexical as lexical,
+)
+from .evaluation.entailment import (
+    PUBLISHED_QNLI as PUBLISHED_QNLI,
+    auc as auc,
+    resampled_aucs as resampled_aucs,
+)
 
 # the shipped measurements, and what pretraining earns
 from .evaluation.measured import (
     CONTROLS_FILE as CONTROLS_FILE,
+    DICTIONARY_SEEDS_FILE as DICTIONARY_SEEDS_FILE,
     PRETRAIN_SEEDS_FILE as PRETRAIN_SEEDS_FILE,
     SCALE_FILE as SCALE_FILE,
     colab_minutes as colab_minutes,
@@ -124,7 +174,25 @@ from .evaluation.scale import (
 from .evaluation.harness import (
     harness_spread as harness_spread,
     beyond_harness as beyond_harness,
+    harness_gaps as harness_gaps,
 )
+
+# geometry: the modules a chapter uses whole (bf.isotropy.iso_score, …), and single measurements
+from .geometry import (
+    bases as bases,
+    contextual as contextual,
+    corpus_counts as corpus_counts,
+    degeneration as degeneration,
+    frequency as frequency,
+    holes as holes,
+    isotropy as isotropy,
+    rare_tokens as rare_tokens,
+    similarity as similarity,
+    token_geometry as token_geometry,
+)
+from .geometry.alignment import method_geometry as method_geometry
+from .geometry.masked_inputs import masked_softmax_inputs as masked_softmax_inputs
+from .geometry.neighbours import knn_overlap as knn_overlap
 from .chapters.plotting import (
     plot_earned as plot_earned,
     plot_scale_curve as plot_scale_curve,

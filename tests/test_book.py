@@ -4,6 +4,7 @@ last two marked ``html``: ``make test`` runs them after the chapters' nbval chec
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -115,6 +116,45 @@ def test_chapter_hygiene(nb_path):
         c for c in exercises["code"] if not {"hide-cell", "remove-cell"} & tags(c)
     ]
     assert not visible, f"{nb_path.name}: a visible code cell among the exercises"
+
+
+@pytest.mark.parametrize(
+    "nb_path", sorted(REPO.glob("book/*.ipynb")), ids=lambda p: p.name
+)
+def test_a_page_reaches_the_package_through_bf_names_only(nb_path):
+    """One public surface: ``import bertflow_mini as bf`` and ``bf.NAME`` (or ``bf.MODULE.NAME``),
+    never a deep import, and every ``bf.NAME`` a page uses is one the package gives."""
+    used, deep = set(), []
+    for cell in load_nb(nb_path)["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        code = "\n".join(
+            line[: len(line) - len(line.lstrip())] + "pass"
+            if line.lstrip().startswith(("%", "!"))
+            else line
+            for line in source(cell).splitlines()
+        )
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "bertflow_mini"
+            ):
+                deep.append(node.module)
+            elif isinstance(node, ast.Import):
+                deep += [
+                    a.name
+                    for a in node.names
+                    if a.name.startswith("bertflow_mini")
+                    and (a.name, a.asname) != ("bertflow_mini", "bf")
+                ]
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "bf"
+            ):
+                used.add(node.attr)
+    assert not deep, f"{nb_path.name}: deep imports {deep}"
+    missing = sorted(n for n in used if not hasattr(bertflow_mini, n))
+    assert not missing, f"{nb_path.name}: bf has no {missing}"
 
 
 # ----------------------------------------------------------------------------- HTML build

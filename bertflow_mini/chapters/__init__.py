@@ -16,6 +16,25 @@ build tooling (editions, execution, output comparison) in ``tools/bookbuild``, o
 May import every layer below.
 """
 
+from bertflow_mini.chapters import (  # one chapter's experiments: bf.pmi, bf.puzzle, …
+    cooccurrence,
+    flow_toys,
+    mlm_probe,
+    pmi,
+    puzzle,
+    synonyms,
+)
 from bertflow_mini.chapters.chapter import claim, glue, seed_everything, setup
 
-__all__ = ["claim", "glue", "seed_everything", "setup"]
+__all__ = [
+    "claim",
+    "cooccurrence",
+    "flow_toys",
+    "glue",
+    "mlm_probe",
+    "pmi",
+    "puzzle",
+    "seed_everything",
+    "setup",
+    "synonyms",
+]

@@ -22,6 +22,11 @@
 Imports :mod:`bertflow_mini.data` and nothing above it.
 """
 
+from bertflow_mini.encoders import (  # bf.mlm, bf.pretrain, bf.simcse
+    mlm,
+    pretrain,
+    simcse,
+)
 from bertflow_mini.encoders.encoder import (
     Encoder,
     encode,
@@ -50,6 +55,9 @@ from bertflow_mini.encoders.pooling import (
 from bertflow_mini.encoders.random_init import parameter_count
 
 __all__ = [
+    "mlm",
+    "pretrain",
+    "simcse",
     "BOOK_MODEL",
     "CONTRAST_MODEL",
     "PAPER_MODEL",

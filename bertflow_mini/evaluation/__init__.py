@@ -16,3 +16,7 @@
 
 Imports :mod:`bertflow_mini.data`, :mod:`bertflow_mini.encoders` and :mod:`bertflow_mini.postprocess`.
 """
+
+from bertflow_mini.evaluation import bootstrap, lexical  # bf.bootstrap, bf.lexical
+
+__all__ = ["bootstrap", "lexical"]

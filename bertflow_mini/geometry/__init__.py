@@ -16,3 +16,29 @@
 
 May import every layer below (data, encoders, post-processors, evaluation).
 """
+
+from bertflow_mini.geometry import (  # the modules a chapter uses whole: bf.isotropy, …
+    bases,
+    contextual,
+    corpus_counts,
+    degeneration,
+    frequency,
+    holes,
+    isotropy,
+    rare_tokens,
+    similarity,
+    token_geometry,
+)
+
+__all__ = [
+    "bases",
+    "contextual",
+    "corpus_counts",
+    "degeneration",
+    "frequency",
+    "holes",
+    "isotropy",
+    "rare_tokens",
+    "similarity",
+    "token_geometry",
+]

@@ -5,3 +5,7 @@
 
 Imports only the shared helpers (``bertflow_mini._*``): a post-processor sees arrays, never a model.
 """
+
+from bertflow_mini.postprocess import flow  # bf.flow: the flow's blocks
+
+__all__ = ["flow"]
