@@ -22,21 +22,31 @@ Conventions: ``forward`` maps data → latent (``x → z``), ``inverse`` maps la
 names them the other way round; see ``tests/postprocess/test_flow.py``).
 """
 
-from bertflow_mini.postprocess.flow.base import LOG_2PI, Flow, ValueAndLogdet
-from bertflow_mini.postprocess.flow.coupling import (
+from bertflow_mini.postprocess.flow.blocks import (
+    LOG_2PI,
+    ActNorm,
     AdditiveCoupling,
     AffineCoupling,
     Coupling,
     CouplingNet,
+    Flow,
+    InvertibleLinear,
+    Permutation,
+    Reverse,
+    Shuffle,
+    ValueAndLogdet,
     ZeroLinear,
 )
 from bertflow_mini.postprocess.flow.fit import (
+    BertAdamW,
     FitResult,
     FlowConfig,
+    FlowTransform,
     batches,
     build_flow,
     fit_flow,
     make_optimizer,
+    missing_bias_correction,
     train_step,
 )
 from bertflow_mini.postprocess.flow.glow import (
@@ -45,17 +55,8 @@ from bertflow_mini.postprocess.flow.glow import (
     FlowStep,
     Glow,
     StandardNormal,
+    log_likelihood,
 )
-from bertflow_mini.postprocess.flow.likelihood import log_likelihood
-from bertflow_mini.postprocess.flow.mixing import (
-    InvertibleLinear,
-    Permutation,
-    Reverse,
-    Shuffle,
-)
-from bertflow_mini.postprocess.flow.normalization import ActNorm
-from bertflow_mini.postprocess.flow.optim import BertAdamW, missing_bias_correction
-from bertflow_mini.postprocess.flow.transform import FlowTransform
 
 __all__ = [
     "COUPLINGS",

@@ -1,21 +1,31 @@
-"""One step of flow, the prior, and the multi-scale Glow built from them."""
+"""One step of flow, the prior, the multi-scale Glow built from them, and the exact
+log-likelihood of vectors under a fitted flow."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import nn
 
-from bertflow_mini.postprocess.flow.base import LOG_2PI, Flow, ValueAndLogdet
-from bertflow_mini.postprocess.flow.coupling import AdditiveCoupling, AffineCoupling
-from bertflow_mini.postprocess.flow.mixing import InvertibleLinear, Reverse, Shuffle
-from bertflow_mini.postprocess.flow.normalization import ActNorm
+from bertflow_mini._checks import check_matrix
+from bertflow_mini.postprocess.flow.blocks import (
+    LOG_2PI,
+    ActNorm,
+    AdditiveCoupling,
+    AffineCoupling,
+    Flow,
+    InvertibleLinear,
+    Reverse,
+    Shuffle,
+    ValueAndLogdet,
+)
 
 # ---------------------------------------------------------------------------------------------
-# 4. One step of flow, the prior, and the multi-scale Glow
+# One step of flow, the prior, and the multi-scale Glow
 # ---------------------------------------------------------------------------------------------
 PERMUTATIONS = {"reverse": Reverse, "shuffle": Shuffle, "lu": InvertibleLinear}
 COUPLINGS = {"additive": AdditiveCoupling, "affine": AffineCoupling}
@@ -186,3 +196,19 @@ class Glow(Flow):
         param = next(self.parameters())
         z = self.prior.sample(n, generator).to(device=param.device, dtype=param.dtype)
         return self.inverse(z)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The exact log-likelihood of vectors under a fitted flow
+# ---------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def log_likelihood(flow: Glow, X: np.ndarray | torch.Tensor) -> np.ndarray:
+    """``log p(x)`` in nats of each row of ``X`` under ``flow`` (eval mode), computed on the flow's
+    own device and dtype and returned as a float64 NumPy array: safe with a flow fitted on a GPU."""
+    param = next(flow.parameters())
+    x = torch.as_tensor(
+        check_matrix(X, "X", dim=flow.dim), dtype=param.dtype, device=param.device
+    )
+    return flow.eval().log_prob(x).cpu().numpy().astype(np.float64)
