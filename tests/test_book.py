@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import directive_fences, exercise_section, tags
+from IPython.core.inputtransformer2 import TransformerManager
 
 import bertflow_mini
 from bookbuild.output_check import cell_tolerance
@@ -128,12 +129,8 @@ def test_a_page_reaches_the_package_through_bf_names_only(nb_path):
     for cell in load_nb(nb_path)["cells"]:
         if cell["cell_type"] != "code":
             continue
-        code = "\n".join(
-            line[: len(line) - len(line.lstrip())] + "pass"
-            if line.lstrip().startswith(("%", "!"))
-            else line
-            for line in source(cell).splitlines()
-        )
+        # as IPython runs it: a magic (%pip) becomes a get_ipython() call
+        code = TransformerManager().transform_cell(source(cell))
         for node in ast.walk(ast.parse(code)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
                 "bertflow_mini"

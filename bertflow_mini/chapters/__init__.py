@@ -16,25 +16,14 @@ build tooling (editions, execution, output comparison) in ``tools/bookbuild``, o
 May import every layer below.
 """
 
-from bertflow_mini.chapters import (  # one chapter's experiments: bf.pmi, bf.puzzle, …
-    cooccurrence,
-    flow_toys,
-    mlm_probe,
-    pmi,
-    puzzle,
-    synonyms,
-)
+import lazy_loader
+
 from bertflow_mini.chapters.chapter import claim, glue, seed_everything, setup
 
-__all__ = [
-    "claim",
-    "cooccurrence",
-    "flow_toys",
-    "glue",
-    "mlm_probe",
-    "pmi",
-    "puzzle",
-    "seed_everything",
-    "setup",
-    "synonyms",
-]
+# one chapter's experiments (bf.pmi, bf.puzzle, …), imported on first use
+__getattr__, _, _ = lazy_loader.attach(
+    __name__,
+    submodules=["cooccurrence", "flow_toys", "mlm_probe", "pmi", "puzzle", "synonyms"],
+)
+
+__all__ = ["claim", "glue", "seed_everything", "setup"]

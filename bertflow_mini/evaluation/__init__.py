@@ -17,6 +17,9 @@
 Imports :mod:`bertflow_mini.data`, :mod:`bertflow_mini.encoders` and :mod:`bertflow_mini.postprocess`.
 """
 
-from bertflow_mini.evaluation import bootstrap, lexical  # bf.bootstrap, bf.lexical
+import lazy_loader
 
-__all__ = ["bootstrap", "lexical"]
+# bf.bootstrap, bf.lexical, imported on first use
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__, submodules=["bootstrap", "lexical"]
+)

@@ -17,28 +17,21 @@
 May import every layer below (data, encoders, post-processors, evaluation).
 """
 
-from bertflow_mini.geometry import (  # the modules a chapter uses whole: bf.isotropy, …
-    bases,
-    contextual,
-    corpus_counts,
-    degeneration,
-    frequency,
-    holes,
-    isotropy,
-    rare_tokens,
-    similarity,
-    token_geometry,
-)
+import lazy_loader
 
-__all__ = [
-    "bases",
-    "contextual",
-    "corpus_counts",
-    "degeneration",
-    "frequency",
-    "holes",
-    "isotropy",
-    "rare_tokens",
-    "similarity",
-    "token_geometry",
-]
+# the modules a chapter uses whole (bf.isotropy, …), imported on first use
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=[
+        "bases",
+        "contextual",
+        "corpus_counts",
+        "degeneration",
+        "frequency",
+        "holes",
+        "isotropy",
+        "rare_tokens",
+        "similarity",
+        "token_geometry",
+    ],
+)

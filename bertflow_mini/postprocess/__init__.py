@@ -6,6 +6,7 @@
 Imports only the shared helpers (``bertflow_mini._*``): a post-processor sees arrays, never a model.
 """
 
-from bertflow_mini.postprocess import flow  # bf.flow: the flow's blocks
+import lazy_loader
 
-__all__ = ["flow"]
+# bf.flow, the flow's blocks, imported on first use
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submodules=["flow"])

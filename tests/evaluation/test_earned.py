@@ -496,5 +496,5 @@ def test_the_top_level_api_reads_the_shipped_measurements_and_refuses_unknown_na
 
     assert bf.SCALE_FILE.exists()
     assert set(bf.earned("bert-base-uncased")["task"]) >= {"STSB", "Avg."}
-    with pytest.raises(AttributeError, match="nothing"):
+    with pytest.raises(AttributeError, match="No bertflow_mini attribute nothing"):
         bf.nothing  # noqa: B018
