@@ -435,7 +435,7 @@ def test_an_answer_stored_for_every_model_is_what_its_solution_computes(exercise
 # --------------------------------------------------------------------------- the book's model
 #: Exercises whose solver takes seconds on the warm cache (5.2 and 6.2 fit flows for a minute;
 #: their keys are held to the chapters' solutions by ``confirm``).
-QUICK = ("0.3", "2.3", "3.2", "3.3", "5.3", "5.4", "6.3", "7.2", "7.3")
+QUICK = ("2.3", "3.2", "3.3", "5.3", "5.4", "6.3", "7.2", "7.3")
 
 
 @pytest.mark.notebook
