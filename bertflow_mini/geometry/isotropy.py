@@ -255,21 +255,3 @@ def offset_share(X: np.ndarray) -> float:
     x = check_matrix(X, "X").astype(np.float64)
     mu = x.mean(axis=0)
     return float(mu @ mu / (x * x).sum(axis=1).mean())
-
-
-def offset_on_top(X: np.ndarray, k: int = 1) -> float:
-    """Share of ‖μ‖² (μ the rows' mean) that lies in the span of the top-``k`` principal directions.
-
-    Tells whether the shared offset and the directions of largest variance are the same: near 1
-    when the mean points along them, about k/d when it is unrelated to them.
-    """
-    x = check_matrix(X, "X", min_rows=2).astype(np.float64)
-    if not 1 <= k <= x.shape[1]:
-        raise ValueError(f"k must be between 1 and {x.shape[1]}, got {k}")
-    mu = x.mean(axis=0)
-    if not mu @ mu > 0:
-        raise ValueError("X has a zero mean: it has no offset to locate")
-    # eigh sorts ascending: the last k eigenvectors are the top k
-    _, vectors = np.linalg.eigh(np.cov(x, rowvar=False).reshape(x.shape[1], -1))
-    on_top = vectors[:, -k:].T @ mu
-    return float(on_top @ on_top / (mu @ mu))

@@ -353,26 +353,6 @@ def test_singular_projection_and_offset_share():
         singular_projection(x, k=6)
 
 
-def test_offset_on_top_finds_the_mean_among_the_principal_directions():
-    from bertflow_mini.geometry.isotropy import offset_on_top
-
-    # μ ± a·e₁, μ ± b·e₂, μ ± c·e₃ with a > b > c: the mean is exactly μ and the principal
-    # directions are e₁, e₂, e₃ in that order, so the shares are μ's squared coordinates.
-    mu = np.array([3.0, 4.0, 12.0])
-    steps = np.diag([5.0, 2.0, 1.0])
-    pts = np.concatenate([mu + steps, mu - steps])
-    assert offset_on_top(pts, 1) == pytest.approx(9 / 169)
-    assert offset_on_top(pts, 2) == pytest.approx(25 / 169)
-    assert offset_on_top(pts, 3) == pytest.approx(1.0)
-    # a rotation moves the mean and the directions together: the shares stay
-    q, _ = np.linalg.qr(np.random.default_rng(3).normal(size=(3, 3)))
-    assert offset_on_top(pts @ q.T, 1) == pytest.approx(9 / 169)
-    with pytest.raises(ValueError, match="k must be"):
-        offset_on_top(pts, 4)
-    with pytest.raises(ValueError, match="zero mean"):
-        offset_on_top(pts - mu, 1)
-
-
 @pytest.mark.parametrize(
     "name",
     [
@@ -383,7 +363,6 @@ def test_offset_on_top_finds_the_mean_among_the_principal_directions():
         "explained_variance_top",
         "isotropy_report",
         "singular_projection",
-        "offset_on_top",
     ],
 )
 def test_a_single_vector_is_refused_not_measured(name):
