@@ -125,12 +125,12 @@ def test_chapter_hygiene(nb_path):
 def test_a_page_reaches_the_package_through_bf_names_only(nb_path):
     """One public surface: ``import bertflow_mini as bf`` and ``bf.NAME`` (or ``bf.MODULE.NAME``),
     never a deep import, and every ``bf.NAME`` a page uses is one the package gives."""
-    used, deep = set(), []
+    used, deep, as_ipython_runs = set(), [], TransformerManager()
     for cell in load_nb(nb_path)["cells"]:
         if cell["cell_type"] != "code":
             continue
         # as IPython runs it: a magic (%pip) becomes a get_ipython() call
-        code = TransformerManager().transform_cell(source(cell))
+        code = as_ipython_runs.transform_cell(source(cell))
         for node in ast.walk(ast.parse(code)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
                 "bertflow_mini"

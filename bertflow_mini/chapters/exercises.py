@@ -107,18 +107,6 @@ def _stored(exercise: str, model: str | None = None) -> _Answer | None:
     return None if key is None or key.value is None else key
 
 
-def _computed_for_the_book(exercise: str) -> bool:
-    """Whether the book's model, in use on its full data, has only a tolerance stored for
-    ``exercise``: its answer is computed (:func:`_expected`), as for any other model."""
-    key = _answer_key().get(exercise, {}).get(BOOK_MODEL)
-    return (
-        key is not None
-        and key.value is None
-        and max_pairs() is None
-        and short_name(current_model()) == BOOK_MODEL
-    )
-
-
 def _tolerance(exercise: str) -> _Answer:
     """How close a right answer to ``exercise`` must be: the book model's stored tolerance (its
     value is the book model's too)."""
@@ -203,8 +191,12 @@ def confirm(exercise: str, solution: Any) -> bool:
             problem.strip(),
         )
     key = _stored(exercise)
-    if key is None and _computed_for_the_book(exercise):
-        key = _expected(exercise)
+    if (
+        key is None
+        and max_pairs() is None
+        and short_name(current_model()) == BOOK_MODEL
+    ):
+        key = _expected(exercise)  # only a tolerance is stored: the solver's answer
     if key is None:
         return True
     value = solution if isinstance(solution, str) else np.asarray(solution).tolist()
