@@ -10,7 +10,13 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pooch  # noqa: F401  (see below)
 import pytest
+
+# pooch gives its logger a StreamHandler on sys.stderr when it is first imported. Imported here,
+# under pytest's session-long capture, that stream outlives every test; first imported inside a
+# test using capsys, it would be that test's buffer, closed afterwards, and a later download's
+# "Downloading data from ..." would print a logging error into another test's stderr.
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
