@@ -276,6 +276,18 @@ def test_page_renders_offline_in_chromium(browser, built_book, page):
     assert n_math > 0 and n_err == 0, (
         f"{page}: {n_math} equations rendered, {n_err} MathJax errors"
     )
+    # every formula typeset: no TeX delimiter left in the prose, as a "$$" inside a list item or
+    # a line of a formula that starts with "+ " (read as a list) leaves it
+    untypeset = browser.execute_script(
+        "const walk = document.createTreeWalker(document.querySelector('article'), NodeFilter.SHOW_TEXT);"
+        "const found = []; let node;"
+        "while ((node = walk.nextNode())) {"
+        "  if (node.parentElement.closest('pre, code, .cell_output, mjx-container, script')) continue;"
+        "  if (/\\$|\\\\[()\\[\\]]/.test(node.textContent)) found.push(node.textContent.trim().slice(0, 80));"
+        "}"
+        "return found;"
+    )
+    assert not untypeset, f"{page}: TeX left untypeset: {untypeset[:3]}"
     # MathJax's own web fonts came from the book, not a CDN
     fonts = browser.execute_script(
         "return [...document.fonts].filter(f => f.family.includes('MJX') && f.status === 'loaded').length"
