@@ -1,10 +1,11 @@
 """Layer 2 — encoders: a model name becomes weights, and sentences become vectors.
 
 ``spec``         the grammar of model names, its one home: a name parses into a :class:`ModelSpec`
-                 (parsed once, where a name comes in; the spec travels from there)
-``sources``      where a model's files are on this machine: an explicit folder or ``$BERTFLOW_MODELS``
+                 (parsed once, where a name comes in; the spec travels from there), and where a
+                 name's files are on this machine: an explicit folder or ``$BERTFLOW_MODELS``
 ``names``        **the one map from a name to a folder** (mirror → cache → hub; never trains),
-                 and :func:`build`, the explicit step that pretrains, fine-tunes or initialises
+                 and :func:`build`, the explicit step that builds a name's lineage, base first:
+                 pretrains, fine-tunes or initialises
 ``runs``         the cache of trained artefacts: a config's hash names its folder
 ``random_init``  the ``@0`` controls: a model's network with fresh weights (``@0-trunc``: Google's
                  initialiser), and parameter counts from a config alone

@@ -24,8 +24,7 @@ from bertflow_mini._device import default_device
 from bertflow_mini.data.downloads import HUB_URL, hub_reachable
 from bertflow_mini.encoders.cache import weights_fingerprint
 from bertflow_mini.encoders.encoder import Encoder
-from bertflow_mini.encoders.sources import MODELS_ENV
-from bertflow_mini.encoders.spec import short_name
+from bertflow_mini.encoders.spec import MODELS_ENV, short_name
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
@@ -217,6 +216,15 @@ def hub_commit(source: str) -> str | None:
     files, the network never asked."""
     found = _cached_config(source)
     return Path(found).parent.name if found else None
+
+
+def local_fingerprint(source: str) -> str | None:
+    """The fingerprint :func:`load_from` gives the weights at ``source``, from local files alone (no
+    model loaded, the network never asked): a folder's weights, or the commit of a hub model in
+    Hugging Face's local cache; ``None`` for a hub model not downloaded yet."""
+    if Path(source).is_dir():
+        return weights_fingerprint(Path(source))
+    return hub_commit(source)
 
 
 def load_from(

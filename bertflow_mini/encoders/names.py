@@ -22,21 +22,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bertflow_mini._device import default_device
-from bertflow_mini.encoders import pretrain, release, simcse
-from bertflow_mini.encoders.cache import weights_fingerprint
+from bertflow_mini.encoders import pretrain, simcse
 from bertflow_mini.encoders.encoder import Encoder
-from bertflow_mini.encoders.loading import hub_commit, load_from, load_glove_encoder
+from bertflow_mini.encoders.loading import load_from, load_glove_encoder
 from bertflow_mini.encoders.random_init import (  # noqa: F401 (parameter_count: re-exported)
     parameter_count,
     random_init,
     random_init_folder,
 )
 from bertflow_mini.encoders.runs import NotBuiltError
-from bertflow_mini.encoders.sources import local_folder
 from bertflow_mini.encoders.spec import (  # noqa: F401 (MULTIBERTS_STEPS: re-exported)
     BERT_BASE,
     MULTIBERTS_STEPS,
     ModelSpec,
+    local_folder,
     multiberts,
     parse_name,
     short_name,
@@ -101,15 +100,14 @@ def _resolve(spec: ModelSpec, initialise: bool) -> str:
     if folder is not None:
         return str(folder)
     if spec.kind == "simcse":
-        config = simcse.config_for(spec.seed)
         try:
             base_source = _resolve(spec.of, initialise=False)
         except NotBuiltError:
             raise NotBuiltError(
                 f"{spec.name} is not built yet, nor is its base {spec.base}: "
-                + _how_to_build_simcse(spec, config)
+                + simcse.how_to_build(spec.name, simcse.config_for(spec.seed))
             ) from None
-        return str(_simcse_folder(spec, _fingerprint(base_source), config, True))
+        return str(simcse.built_folder(spec.name, spec.base, base_source, spec.seed))
     if spec.kind == "scratch":
         return str(pretrain.checkpoint_folder(spec.percent))
     if spec.kind == "random":
@@ -131,33 +129,6 @@ def _resolve(spec: ModelSpec, initialise: bool) -> str:
     return spec.on_the_hub
 
 
-def _how_to_build_simcse(spec: ModelSpec, config: simcse.SimCSEConfig) -> str:
-    """How to build the SimCSE run ``spec``, and about how long it takes."""
-    minutes = config.steps * simcse.SECONDS_PER_STEP / 60
-    return (
-        f"build it with bf.build({spec.name!r}) or `python -m bertflow_mini simcse --models "
-        f"{spec.name}` (SimCSE fine-tuning: about {minutes:.0f} minutes on a 2-core CPU for "
-        "a network of scratch-bert's size, longer for larger ones)"
-    )
-
-
-def _simcse_folder(
-    spec: ModelSpec,
-    base_fingerprint: str | None,
-    config: simcse.SimCSEConfig,
-    must_exist: bool,
-) -> Path:
-    """The folder of the SimCSE run ``spec`` of the base whose weights have ``base_fingerprint``
-    (its name hashes them, so the base must exist: ``None`` is a hub model not downloaded yet)."""
-    not_built = f"{spec.name} is not built yet: {_how_to_build_simcse(spec, config)}"
-    if base_fingerprint is None:
-        raise NotBuiltError(not_built)
-    folder = simcse.run_dir(spec.base, base_fingerprint, config)
-    if must_exist and not folder.is_dir():
-        raise NotBuiltError(not_built)
-    return folder
-
-
 def build(name: str | ModelSpec, *, progress: bool = True) -> str | None:
     """Build ``name`` where this machine makes it: ``scratch-bert`` and its ``+simcse`` runs are
     fetched from the book's release (:mod:`bertflow_mini.encoders.release`), else pretrained or
@@ -167,39 +138,26 @@ def build(name: str | ModelSpec, *, progress: bool = True) -> str | None:
     spec = parse_name(name)
     if spec.kind == "glove":
         return None
-    folder = local_folder(spec.name)
-    if folder is not None:
-        return str(folder)
-    if spec.kind == "scratch":
-        return str(pretrain.checkpoint(spec.percent, progress=progress))
-    if spec.kind == "random":
-        return str(random_init(spec.base, spec.seed, spec.init))
-    if spec.kind != "simcse":
-        return spec.on_the_hub
-    base_source = build(spec.of, progress=progress)
-    assert base_source is not None  # GloVe's names are GloVe's, never a SimCSE run's
-    config = simcse.config_for(spec.seed)
-    base: Encoder | None = None
-    fingerprint = _fingerprint(base_source)
-    if (
-        fingerprint is None
-    ):  # a hub model: downloaded first (its fingerprint is its commit)
-        base = load_from(base_source, spec.base)
-        fingerprint = base.fingerprint
-    tuned = _simcse_folder(spec, fingerprint, config, must_exist=False)
-    if not tuned.is_dir() and not release.fetch(tuned, progress=progress):
-        base = base or load_from(base_source, spec.base)
-        simcse.train_and_save(base, config, progress=progress)
-    return str(tuned)
-
-
-def _fingerprint(source: str) -> str | None:
-    """The weights' fingerprint, from local files only (no model is loaded, the network never
-    asked): a folder's weights, or a hub model's commit as Hugging Face's cache holds it (the
-    fingerprint :func:`load_from` gives it); ``None`` for a hub model not downloaded yet."""
-    if Path(source).is_dir():
-        return weights_fingerprint(Path(source))
-    return hub_commit(source)
+    # the name's lineage from the top (a SimCSE run, then its base) down to the first step that is
+    # in a folder or the mirror: that one is where building starts, and nothing below it is built
+    source = ""
+    todo: list[ModelSpec] = []
+    for step in reversed(spec.lineage):
+        folder = local_folder(step.name)
+        if folder is not None:
+            source = str(folder)
+            break
+        todo.insert(0, step)
+    for step in todo:  # base first
+        if step.kind == "scratch":
+            source = str(pretrain.checkpoint(step.percent, progress=progress))
+        elif step.kind == "random":
+            source = str(random_init(step.base, step.seed, step.init))
+        elif step.kind == "simcse":
+            source = str(simcse.build(step.base, source, step.seed, progress=progress))
+        else:
+            source = step.on_the_hub
+    return source
 
 
 def load_encoder(name: str | ModelSpec, device: str | None = None) -> Encoder:

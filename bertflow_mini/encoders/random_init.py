@@ -24,13 +24,13 @@ from bertflow_mini._io import atomic_dir
 from bertflow_mini.encoders import pretrain
 from bertflow_mini.encoders.loading import load_config, load_tokenizer
 from bertflow_mini.encoders.runs import run_folder, write_run_log
-from bertflow_mini.encoders.sources import local_folder
 from bertflow_mini.encoders.spec import (
     BERT_BASE,
     INITIALISERS,
     SHAPES,
     hub_alias,
     is_glove,
+    local_folder,
     short_name,
 )
 
@@ -112,15 +112,16 @@ def random_init(base: str, seed: int = 0, init: str = "hf") -> Path:
     final, config, tokenizer_source = random_init_folder(base, seed, init)
     if final.is_dir():
         return final
+    tokenizer = load_tokenizer(tokenizer_source, base)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModel.from_config(config)  # type: ignore[no-untyped-call]  # unannotated in transformers
+    if init == "trunc":
+        truncated_normal_(model, config.initializer_range, seed)
     # another process may build the same one first: keep theirs
     with atomic_dir(final) as staging:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = AutoModel.from_config(config)  # type: ignore[no-untyped-call]  # unannotated in transformers
-        if init == "trunc":
-            truncated_normal_(model, config.initializer_range, seed)
         model.save_pretrained(staging)
-        load_tokenizer(tokenizer_source, base).save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
         facts = {
             "base": base,
             "seed": seed,

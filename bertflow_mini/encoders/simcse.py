@@ -42,8 +42,15 @@ from bertflow_mini._io import atomic_dir
 from bertflow_mini._progress import tqdm
 from bertflow_mini._threads import TRAINING_THREADS, torch_threads
 from bertflow_mini._training import gradient_step
+from bertflow_mini.encoders import release
+from bertflow_mini.encoders.loading import load_from, local_fingerprint
 from bertflow_mini.encoders.pooling import pool
-from bertflow_mini.encoders.runs import run_folder, run_key, write_run_log
+from bertflow_mini.encoders.runs import (
+    NotBuiltError,
+    run_folder,
+    run_key,
+    write_run_log,
+)
 from bertflow_mini.encoders.spec import check_simcse_seed, short_name
 from bertflow_mini.encoders.spec import simcse_name as simcse_name
 
@@ -254,6 +261,43 @@ def train_and_save(
         rows = [{"step": i, "loss": loss} for i, loss in enumerate(losses, start=1)]
         write_run_log(staging, "simcse.json", info, rows)
     return final
+
+
+def how_to_build(name: str, config: SimCSEConfig = DEFAULT) -> str:
+    """How to build the SimCSE run ``name``, and about how long it takes."""
+    minutes = config.steps * SECONDS_PER_STEP / 60
+    return (
+        f"build it with bf.build({name!r}) or `python -m bertflow_mini simcse --models "
+        f"{name}` (SimCSE fine-tuning: about {minutes:.0f} minutes on a 2-core CPU for "
+        "a network of scratch-bert's size, longer for larger ones)"
+    )
+
+
+def built_folder(name: str, base: str, base_source: str, seed: int = 0) -> Path:
+    """The folder of the SimCSE run ``name`` (training seed ``seed``) of ``base``, whose weights are at
+    ``base_source``: a lookup from local files, which never trains, fetches or asks the network. A
+    run not built yet is a :class:`NotBuiltError` that says how to build it."""
+    config = config_for(seed)
+    fingerprint = local_fingerprint(base_source)
+    folder = None if fingerprint is None else run_dir(base, fingerprint, config)
+    if folder is None or not folder.is_dir():
+        raise NotBuiltError(f"{name} is not built yet: {how_to_build(name, config)}")
+    return folder
+
+
+def build(base: str, base_source: str, seed: int = 0, *, progress: bool = True) -> Path:
+    """The SimCSE run of ``base`` (weights at ``base_source``, a folder or hub id) with training seed
+    ``seed``: in the cache, else fetched from the book's release, else fine-tuned here (the base
+    loaded first, downloaded when it is a hub model). Returns its folder."""
+    config = config_for(seed)
+    fingerprint = local_fingerprint(base_source)
+    if fingerprint is not None:
+        folder = run_dir(base, fingerprint, config)
+        if folder.is_dir() or release.fetch(folder, progress=progress):
+            return folder
+    # not built here nor released; or a hub base not downloaded yet (the release holds runs of the
+    # book's own model only), whose run is looked up once it is
+    return train_and_save(load_from(base_source, base), config, progress=progress)
 
 
 def read_training_log(folder: Path) -> tuple[np.ndarray, dict[str, Any]]:

@@ -220,14 +220,17 @@ def predicted_cosine(
 ) -> tuple[float, float]:
     """First-order mean and sd of the cosine of two independent draws of :func:`gaussian_cloud`.
 
-    With D = ‖μ‖² + tr Σ: mean ≈ ‖μ‖² / D and sd ≈ √(tr Σ² + 2 μᵀΣμ (tr Σ / D)²) / D, taking
-    μᵀΣμ ≈ ‖μ‖² (a random direction sees the average variance, tr Σ / d = 1).
+    With D = ‖μ‖² + tr Σ and m = ‖μ‖² / D: mean ≈ m and
+    sd ≈ √(tr Σ² (1 + m²) + 2 μᵀΣμ (1 − m)²) / D (the terms linear in the draws' deviations, their
+    product and the fluctuations of their squared norms), taking μᵀΣμ ≈ ‖μ‖² (a random direction
+    sees the average variance, tr Σ / d = 1).
     """
     lam = power_spectrum(d, beta)
     mu2 = mean_ratio**2 * d
     total = mu2 + lam.sum()
-    sd = np.sqrt((lam**2).sum() + 2 * mu2 * (lam.sum() / total) ** 2) / total
-    return float(mu2 / total), float(sd)
+    m = mu2 / total
+    sd = np.sqrt((lam**2).sum() * (1 + m**2) + 2 * mu2 * (1 - m) ** 2) / total
+    return float(m), float(sd)
 
 
 def singular_projection(
