@@ -273,13 +273,19 @@ def how_to_build(name: str, config: SimCSEConfig = DEFAULT) -> str:
     )
 
 
+def _local_run_dir(base: str, base_source: str, config: SimCSEConfig) -> Path | None:
+    """Where the run of ``base`` would be, from its weights' fingerprint in local files; ``None``
+    for a hub base not downloaded yet."""
+    fingerprint = local_fingerprint(base_source)
+    return None if fingerprint is None else run_dir(base, fingerprint, config)
+
+
 def built_folder(name: str, base: str, base_source: str, seed: int = 0) -> Path:
     """The folder of the SimCSE run ``name`` (training seed ``seed``) of ``base``, whose weights are at
     ``base_source``: a lookup from local files, which never trains, fetches or asks the network. A
     run not built yet is a :class:`NotBuiltError` that says how to build it."""
     config = config_for(seed)
-    fingerprint = local_fingerprint(base_source)
-    folder = None if fingerprint is None else run_dir(base, fingerprint, config)
+    folder = _local_run_dir(base, base_source, config)
     if folder is None or not folder.is_dir():
         raise NotBuiltError(f"{name} is not built yet: {how_to_build(name, config)}")
     return folder
@@ -290,11 +296,11 @@ def build(base: str, base_source: str, seed: int = 0, *, progress: bool = True) 
     ``seed``: in the cache, else fetched from the book's release, else fine-tuned here (the base
     loaded first, downloaded when it is a hub model). Returns its folder."""
     config = config_for(seed)
-    fingerprint = local_fingerprint(base_source)
-    if fingerprint is not None:
-        folder = run_dir(base, fingerprint, config)
-        if folder.is_dir() or release.fetch(folder, progress=progress):
-            return folder
+    folder = _local_run_dir(base, base_source, config)
+    if folder is not None and (
+        folder.is_dir() or release.fetch(folder, progress=progress)
+    ):
+        return folder
     # not built here nor released; or a hub base not downloaded yet (the release holds runs of the
     # book's own model only), whose run is looked up once it is
     return train_and_save(load_from(base_source, base), config, progress=progress)
