@@ -2,10 +2,10 @@
 lazy_loader imports each from its module on first use (importing the package stays cheap), and
 type checkers and editors read this file as the package's interface. Grouped by job, not sorted."""
 
-# chapters: set-up, prose checks, exercises, figures
+# chapters: set-up and the chapter it returns (its prose checks and exercises' self-checks), figures
 from .chapters.chapter import (
     setup as setup,
-    claim as claim,
+    Chapter as Chapter,
     glue as glue,
     rounded as rounded,
     seed_everything as seed_everything,
@@ -18,11 +18,7 @@ from .chapters.plotting import (
     offline_jshtml as offline_jshtml,
     frequency_norm_scatter as frequency_norm_scatter,
 )
-from .chapters.exercises import (
-    check as check,
-    confirm as confirm,
-    solution as solution,
-)
+from .chapters.exercises import solution as solution
 from .chapters.strength import (
     model_strength as model_strength,
     describe_strength as describe_strength,

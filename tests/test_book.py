@@ -83,7 +83,10 @@ def test_chapter_hygiene(nb_path):
     assert "google.colab" in first and CONFIG["repository"]["url"] in first, (
         f"{nb_path.name}: Colab set-up cell"
     )
-    assert re.search(r"^MODEL\s*=", text, re.M), f"{nb_path.name}: no MODEL setting"
+    # the set-up binds the chapter (its claims and self-checks run on its model) and its model
+    assert re.search(r"^ch = bf\.setup\(", first, re.M) and re.search(
+        r"^MODEL = ch\.model$", first, re.M
+    ), f"{nb_path.name}: no `ch = bf.setup(…)` and `MODEL = ch.model` in the set-up"
     # checked cells: nbval compares them with a fresh run (book/conftest.py). The tag and the
     # tolerance live in the cell's metadata: a reader sees no test machinery in the code
     # (cell_tolerance raises on a marker left in a source, or a tolerance without the tag).

@@ -1,7 +1,7 @@
 """The Colab path, exercised offline.
 
 A reader who opens a chapter in Colab runs its first cell (which installs the package there, and
-only there), edits one line to ``MODEL = "bert-base-uncased"``, and may run
+only there), edits one line to ``ch = bf.setup("bert-base-uncased")``, and may run
 ``python -m bertflow_mini reproduce --model bert-base-uncased``. The hub is unreachable here, so a
 randomly initialised checkpoint with bert-base's vocabulary, tokenizer and width (768 wide,
 12 heads, 3072 intermediate; 3 of its 12 layers: few, to stay fast, but enough that the first-last
@@ -79,22 +79,29 @@ def first_cell(chapter: Path) -> str:
 
 
 def colab_edit(source: str, model: str = COLAB_MODEL) -> str:
-    """The one edit a chapter asks a Colab reader to make: its first ``MODEL = …`` statement (one
-    line, or several when a formatter wrapped it in parentheses) names ``model``."""
-    match = re.search(r"^MODEL\s*=", source, re.MULTILINE)
-    assert match, "no `MODEL = …` line in the first code cell"
-    end, depth = match.end(), 0
-    while end < len(source) and not (source[end] == "\n" and depth == 0):
-        if source[end] == "#":  # a comment runs to the end of its line
-            end = source.find("\n", end) if "\n" in source[end:] else len(source)
+    """The one edit a chapter asks a Colab reader to make: the cell's first statement that binds
+    ``MODEL`` or binds a name to a ``setup(…)`` call (the book's ``ch = bf.setup()``; one line, or
+    several when a formatter wrapped it in parentheses) names ``model``."""
+    for match in re.finditer(r"^(\w+)\s*=", source, re.MULTILINE):
+        end, depth = match.end(), 0
+        while end < len(source) and not (source[end] == "\n" and depth == 0):
+            if source[end] == "#":  # a comment runs to the end of its line
+                end = source.find("\n", end) if "\n" in source[end:] else len(source)
+                continue
+            depth += (source[end] in "([{") - (source[end] in ")]}")
+            end += 1
+        # the statement without comments
+        code = re.sub(r"#[^\n]*", "", source[match.end() : end])
+        call = re.search(r"\b((?:[A-Za-z_]\w*\.)*setup)\(", code)  # setup( or bf.setup(
+        name = match.group(1)
+        if call:
+            line = f"{name} = {call.group(1)}({model!r})"
+        elif name == "MODEL":
+            line = f"MODEL = {model!r}"
+        else:
             continue
-        depth += (source[end] in "([{") - (source[end] in ")]}")
-        end += 1
-    # the statement without comments
-    code = re.sub(r"#[^\n]*", "", source[match.end() : end])
-    call = re.search(r"\b((?:[A-Za-z_]\w*\.)*setup)\(", code)  # setup( or bf.setup(
-    line = f"MODEL = {call.group(1)}({model!r})" if call else f"MODEL = {model!r}"
-    return source[: match.start()] + line + source[end:]
+        return source[: match.start()] + line + source[end:]
+    raise AssertionError("no `MODEL = …` line nor a set-up call in the first code cell")
 
 
 class RecordingShell:
@@ -180,6 +187,11 @@ def test_colab_edit_handles_each_form_of_the_model_line():
     assert (
         colab_edit("MODEL = bf.setup()  # here\n")
         == "MODEL = bf.setup('bert-base-uncased')\n"
+    )
+    # the book's form: the set-up call binds the chapter, and MODEL is read from it
+    book = 'REPO = "x"\nch = bf.setup()  # here; bf.setup("name")\nMODEL = ch.model\n'
+    assert colab_edit(book) == (
+        "REPO = \"x\"\nch = bf.setup('bert-base-uncased')\nMODEL = ch.model\n"
     )
     with pytest.raises(AssertionError, match="no `MODEL"):
         colab_edit("setup()")

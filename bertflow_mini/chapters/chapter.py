@@ -1,22 +1,25 @@
 """What every chapter's set-up cell does: seed everything, set the figure style, say where the
-outputs come from (model, data, device), so a reader always knows what produced the page."""
+outputs come from (model, data, device), so a reader always knows what produced the page; and the
+:class:`Chapter` it returns, whose methods are the chapter's checks for the model it runs."""
 
 from __future__ import annotations
 
 import os
 import random
 import warnings
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 import torch
 
 from bertflow_mini._device import default_device
+from bertflow_mini.chapters import claims, exercises
 from bertflow_mini.chapters.plotting import set_style
 from bertflow_mini.data.pairs import MAX_PAIRS_ENV, max_pairs
 from bertflow_mini.encoders.names import BOOK_MODEL, build, default_model
-from bertflow_mini.encoders.spec import parse_name, short_name
+from bertflow_mini.encoders.spec import parse_name
 
 #: A table :func:`rounded` accepts and returns.
 Table = TypeVar("Table", pd.DataFrame, pd.Series)
@@ -53,14 +56,43 @@ def where_from(source: str) -> str:
     return "this machine's cache"
 
 
-#: The model of the running chapter (set by :func:`setup`), which :func:`claim` checks against.
-_STATE: dict[str, str] = {"model": BOOK_MODEL}
+@dataclass(frozen=True)
+class Chapter:
+    """The running chapter, as :func:`setup` returns it (``ch = bf.setup()``): the model its
+    outputs come from and the seed it started from. Its methods are the chapter's checks, each
+    for this model: :meth:`claim` behind a sentence of prose, :meth:`check` a student's answer to
+    an exercise, :meth:`confirm` a solution against the exercise's answer key.
+
+    A page that runs no model but states facts the book's prose relies on (the results page, the
+    instructor's page) makes its own, ``bf.Chapter(bf.BOOK_MODEL)``: its claims are strict.
+    """
+
+    model: str
+    seed: int = 0
+
+    def claim(self, holds: bool, statement: str, detail: object = "") -> bool:
+        """The check behind a sentence of prose: ``holds`` says whether ``statement`` is true of
+        the outputs just printed. For the book's model a false claim fails the chapter
+        (:class:`~bertflow_mini.chapters.claims.ClaimError`); for any other it prints a note under
+        the cell and returns False (:func:`bertflow_mini.chapters.claims.claim`)."""
+        return claims.claim(self.model, holds, statement, detail)
+
+    def check(self, exercise: str, answer: Any) -> bool | None:
+        """Say whether ``answer`` to ``exercise`` (``"2.3"``) is right for this chapter's model,
+        without revealing the right one (:func:`bertflow_mini.chapters.exercises.check`)."""
+        return exercises.check(exercise, answer, self.model)
+
+    def confirm(self, exercise: str, solution: Any) -> bool:
+        """The hidden check under a solution: the answer key holds what ``solution`` computes on
+        this chapter's model (:func:`bertflow_mini.chapters.exercises.confirm`)."""
+        return exercises.confirm(exercise, solution, self.model)
 
 
-def setup(model: str | None = None, seed: int = 0) -> str:
+def setup(model: str | None = None, seed: int = 0) -> Chapter:
     """Seed, style, build the model when this machine makes it and has not yet (fetching the
     book's released weights, else training, saying so and about how long), and print which model
-    runs, where it comes from and on which device; returns the model name.
+    runs, where it comes from and on which device; returns the :class:`Chapter`, whose ``model``
+    is the model's name and whose methods check the chapter's claims and exercises on it.
 
     ``model=None`` is :func:`bertflow_mini.encoders.names.default_model`: the book's own
     ``scratch-bert`` (or ``$BERTFLOW_MODEL_NAME``), whose outputs the prose describes;
@@ -75,14 +107,13 @@ def setup(model: str | None = None, seed: int = 0) -> str:
     _inline_figures()
     set_style()
     model = model or default_model()
-    _STATE["model"] = model
     spec = parse_name(model)
     # the chapter's build step: fetching, pretraining or fine-tuning happens here, never in a lookup
     source = build(spec)
     origin = "GloVe word vectors" if source is None else where_from(source)
     why = (
         "the book's model: its outputs are the ones the text describes"
-        if spec.short == BOOK_MODEL
+        if claims.is_book_model(model)
         else f"the text describes {BOOK_MODEL}'s outputs; a sentence that does not hold here says so"
     )
     print(f"model : {model}  ({why}) [{origin}]")
@@ -105,42 +136,7 @@ def setup(model: str | None = None, seed: int = 0) -> str:
             f"note  : {model} is bert-base's size; on a CPU a chapter may take an hour "
             "(in Colab: Runtime > Change runtime type > a GPU)"
         )
-    return model
-
-
-def current_model() -> str:
-    """The model the running chapter set up (the book's model before any :func:`setup`)."""
-    return _STATE["model"]
-
-
-class ClaimError(AssertionError):
-    """A sentence of the book's prose no longer holds for the model it was written for."""
-
-
-def claim(holds: bool, statement: str, detail: object = "") -> bool:
-    """The check behind a sentence of prose: ``holds`` says whether ``statement`` is true of the
-    outputs just printed.
-
-    For the book's own model (the one the prose was written for) a false claim fails the chapter
-    with :class:`ClaimError`; for any other model it prints a note right under the cell and the
-    chapter goes on.
-    Returns ``holds``, so a cell can choose its wording from it.
-    """
-    holds = bool(holds)
-    if holds:
-        return True
-    model = _STATE["model"]
-    message = f"{statement}{f' ({detail})' if detail else ''}"
-    if short_name(model) == BOOK_MODEL:
-        raise ClaimError(
-            f"the prose says: {message} — and for {model} it no longer holds"
-        )
-    print(
-        f"NOTE: the text says '{statement}', written for {BOOK_MODEL}; on {model} this does not hold"
-        + (f": {detail}" if detail else "")
-        + "."
-    )
-    return False
+    return Chapter(model=model, seed=seed)
 
 
 def glue(name: str, value: object, display: bool = True) -> None:

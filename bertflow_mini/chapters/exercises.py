@@ -1,21 +1,24 @@
-"""Self-checks for the chapters' exercises: ``bf.check("2.3", answer)`` says right or not yet.
+"""Self-checks for the chapters' exercises: ``ch.check("2.3", answer)`` says right or not yet.
 
-A student computes an answer in their own cell and calls :func:`check`; it compares the answer with
-the value the book's solution computes for the model in use, within a tolerance, and never prints
+A student computes an answer in their own cell and calls the chapter's
+:meth:`~bertflow_mini.chapters.chapter.Chapter.check` (``ch`` is what the set-up cell's
+``bf.setup()`` returns), which calls :func:`check` with the chapter's model; it compares the answer
+with the value the book's solution computes for that model, within a tolerance, and never prints
 or returns that value. Where that value comes from:
 
 * an answer that does not depend on the model (a pen-and-paper result, a toy with a fixed seed) is
   stored once for every model (``answers.json``, model ``"*"``);
 * the book's model has its answers stored (package data, so a check is instant); each chapter's
-  solution cell is followed by a hidden cell calling :func:`confirm`, which fails the chapter when
-  the solution no longer computes the stored value, so the key cannot silently go stale;
+  solution cell is followed by a hidden cell calling :func:`confirm` (``ch.confirm``), which fails
+  the chapter when the solution no longer computes the stored value, so the key cannot silently go
+  stale;
 * any other model, or a quick run on a part of the data, gets its answer computed on the spot by
   the package calls the solution makes (:mod:`bertflow_mini.chapters.solvers`), once per session.
   So does the book's model where only a tolerance is stored (0.3): that answer asks for more digits
   than the book's model pretrained on two machines (two CPU families) agrees on, so it is computed
   from the weights the reader runs.
 
-An exercise where the student *builds* something (``bf.check("2.5", whiten)``) has no stored
+An exercise where the student *builds* something (``ch.check("2.5", whiten)``) has no stored
 value: its check draws data of its own, runs the student's function on it and compares the result
 with the package's implementation or with autograd, so there is nothing to copy.
 
@@ -34,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from bertflow_mini.chapters import solvers
-from bertflow_mini.chapters.chapter import claim, current_model
+from bertflow_mini.chapters.claims import claim, is_book_model
 from bertflow_mini.data.pairs import max_pairs
 from bertflow_mini.encoders.names import BOOK_MODEL
 from bertflow_mini.encoders.spec import short_name
@@ -88,8 +91,8 @@ def _answer_key() -> dict[str, dict[str, _Answer]]:
     }
 
 
-def _stored(exercise: str, model: str | None = None) -> _Answer | None:
-    """The stored answer to ``exercise`` for ``model`` (default: the chapter's), or None.
+def _stored(exercise: str, model: str) -> _Answer | None:
+    """The stored answer to ``exercise`` for ``model``, or None.
 
     An answer stored for every model always applies; one stored for a model only on its full data
     (a quick run, ``$BERTFLOW_MAX_PAIRS``, scores other pairs)."""
@@ -103,7 +106,7 @@ def _stored(exercise: str, model: str | None = None) -> _Answer | None:
         return by_model[_ANY_MODEL]
     if max_pairs() is not None:
         return None
-    key = by_model.get(short_name(model or current_model()))
+    key = by_model.get(short_name(model))
     return None if key is None or key.value is None else key
 
 
@@ -114,10 +117,9 @@ def _tolerance(exercise: str) -> _Answer:
     return by_model.get(BOOK_MODEL) or next(iter(by_model.values()))
 
 
-def _expected(exercise: str, model: str | None = None) -> _Answer | None:
-    """The answer to ``exercise`` for ``model`` (default: the chapter's): stored, or computed by the
-    solution's package calls (:mod:`bertflow_mini.chapters.solvers`); None when neither can be."""
-    model = model or current_model()
+def _expected(exercise: str, model: str) -> _Answer | None:
+    """The answer to ``exercise`` for ``model``: stored, or computed by the solution's package
+    calls (:mod:`bertflow_mini.chapters.solvers`); None when neither can be."""
     key = _stored(exercise, model)
     if key is not None or exercise not in solvers._SOLVERS:
         return key
@@ -127,8 +129,8 @@ def _expected(exercise: str, model: str | None = None) -> _Answer | None:
     return replace(_tolerance(exercise), value=value)
 
 
-def check(exercise: str, answer: Any) -> bool | None:
-    """Say whether ``answer`` to ``exercise`` is right for the model in use, without revealing it.
+def check(exercise: str, answer: Any, model: str) -> bool | None:
+    """Say whether ``answer`` to ``exercise`` is right for ``model``, without revealing it.
 
     Returns True or False, or None when no answer can be had for this model.
     """
@@ -136,7 +138,6 @@ def check(exercise: str, answer: Any) -> bool | None:
         problem = _BUILDS[exercise](answer)
         _say(exercise, not problem, problem)
         return not problem
-    model = current_model()
     if _stored(exercise, model) is None and (note := solvers._slow(exercise, model)):
         print(f"Exercise {exercise}: computing the answer on {model} ({note}) ...")
     key = _expected(exercise, model)
@@ -174,9 +175,10 @@ def _hint(want: Any, answer: Any) -> str:
     return ""
 
 
-def confirm(exercise: str, solution: Any) -> bool:
-    """The hidden check under a solution: the stored answer is what the solution computes (for
-    an exercise that builds something: the solution's function passes its own check).
+def confirm(exercise: str, solution: Any, model: str) -> bool:
+    """The hidden check under a solution: the stored answer is what the solution computes on
+    ``model`` (for an exercise that builds something: the solution's function passes its own
+    check).
 
     Strict for the book's model (the chapter fails when the key is stale, or, where only a
     tolerance is stored, when the solver no longer computes what the solution does); for another
@@ -186,21 +188,20 @@ def confirm(exercise: str, solution: Any) -> bool:
     if exercise in _BUILDS:
         problem = _BUILDS[exercise](solution)
         return claim(
+            model,
             not problem,
             f"the solution to exercise {exercise} passes its self-check",
             problem.strip(),
         )
-    key = _stored(exercise)
-    if (
-        key is None
-        and max_pairs() is None
-        and short_name(current_model()) == BOOK_MODEL
-    ):
-        key = _expected(exercise)  # only a tolerance is stored: the solver's answer
+    key = _stored(exercise, model)
+    if key is None and max_pairs() is None and is_book_model(model):
+        # only a tolerance is stored: the solver's answer
+        key = _expected(exercise, model)
     if key is None:
         return True
     value = solution if isinstance(solution, str) else np.asarray(solution).tolist()
     return claim(
+        model,
         key.accepts(solution),
         f"the self-check of exercise {exercise} holds the solution's answer",
         f"the solution computes {value!r}, which the stored key does not accept",
@@ -223,7 +224,7 @@ def _whiten_problem(whiten: Any) -> str:
     from bertflow_mini.postprocess.whitening import Whitening
 
     if not callable(whiten):
-        return " (pass your function itself: bf.check(..., whiten))"
+        return " (pass your function itself: ch.check(..., whiten))"
     rng = _fresh_rng()
     n, d = 2000, 6
     rotation = np.linalg.qr(rng.normal(size=(d, d)))[0]
@@ -266,9 +267,9 @@ def _coupling_problem(answer: Any) -> str:
     try:
         forward, inverse = answer
     except (TypeError, ValueError):
-        return " (pass both functions: bf.check(..., [coupling, coupling_inverse]))"
+        return " (pass both functions: ch.check(..., [coupling, coupling_inverse]))"
     if not (callable(forward) and callable(inverse)):
-        return " (pass both functions: bf.check(..., [coupling, coupling_inverse]))"
+        return " (pass both functions: ch.check(..., [coupling, coupling_inverse]))"
     g = torch.Generator().manual_seed(int(_fresh_rng().integers(2**31)))
     n, d, half = 5, 6, 3
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from bertflow_mini.chapters import seed_everything, setup
+from bertflow_mini.chapters import Chapter, seed_everything, setup
+from bertflow_mini.chapters.claims import ClaimError
 
 # setup() styles matplotlib and seeds the global generators: every test gives both back afterwards
 pytestmark = pytest.mark.usefixtures("_restore_global_state")  # tests/conftest.py
@@ -55,8 +56,6 @@ def scratch_bert_cache(tiny_bert_dir, tmp_path, monkeypatch):
     shutil.copytree(tiny_bert_dir, run_dir(DEFAULT) / "pct-100")
     monkeypatch.delenv("BERTFLOW_MODEL_NAME", raising=False)
     monkeypatch.delenv(MAX_PAIRS_ENV, raising=False)
-    # the chapter's model is set back to the book's, whatever setup() the test ran
-    monkeypatch.setitem(chapter_setup._STATE, "model", chapter_setup.current_model())
     return chapter_setup
 
 
@@ -68,7 +67,7 @@ def test_setup_with_the_mirror_names_model_data_device_and_seeds(
     monkeypatch.delenv("BERTFLOW_MAX_PAIRS", raising=False)
     random.seed(99)  # whatever state a previous cell left
     filters = list(warnings.filters)
-    assert setup("tiny-bert", seed=3) == "tiny-bert"
+    assert setup("tiny-bert", seed=3) == Chapter(model="tiny-bert", seed=3)
     # the reader's warning filters are as they were
     assert warnings.filters == filters
     after_setup = draws()
@@ -97,7 +96,7 @@ def test_setup_without_a_mirror_says_the_hub_and_the_download_urls(
     # A reader's machine or Colab: no mirror, so the paper's model from the hub and data from the web.
     monkeypatch.setenv("BERTFLOW_MODELS", str(tmp_path))
     monkeypatch.delenv("BERTFLOW_DATA")
-    assert setup("bert-base-uncased") == "bert-base-uncased"
+    assert setup("bert-base-uncased").model == "bert-base-uncased"
     out = capsys.readouterr().out.splitlines()
     assert out[0] == (
         f"model : bert-base-uncased  ({NOT_THE_BOOKS}) [Hugging Face hub (bert-base-uncased)]"
@@ -112,7 +111,7 @@ def test_setup_default_is_scratch_bert_from_this_machines_cache(
 
     # on a CPU too: the book's model needs no advice on the runtime
     monkeypatch.setattr(scratch_bert_cache, "default_device", lambda: "cpu")
-    assert setup() == "scratch-bert"
+    assert setup() == Chapter(model="scratch-bert", seed=0)
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0] == (
@@ -128,10 +127,10 @@ def test_setup_runs_the_model_the_variable_names(
     scratch_bert_cache, monkeypatch, capsys
 ):
     monkeypatch.setenv("BERTFLOW_MODEL_NAME", "tiny-bert")
-    assert setup() == "tiny-bert" == scratch_bert_cache.current_model()
+    assert setup().model == "tiny-bert"
     assert capsys.readouterr().out.startswith(f"model : tiny-bert  ({NOT_THE_BOOKS})")
     # a name given in the chapter wins over the variable
-    assert setup("scratch-bert") == "scratch-bert" == scratch_bert_cache.current_model()
+    assert setup("scratch-bert").model == "scratch-bert"
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
@@ -171,14 +170,12 @@ def test_a_cap_on_the_pairs_is_said_to_give_other_numbers_than_the_books(
 def test_a_failing_claim_stops_the_book_model_and_prints_its_note_at_once_for_another(
     scratch_bert_cache, capsys
 ):
-    from bertflow_mini.chapters.chapter import ClaimError, claim
-
-    setup("tiny-bert")
+    other = setup("tiny-bert")
     capsys.readouterr()
-    assert claim(2 > 1, "two beats one") is True
+    assert other.claim(2 > 1, "two beats one") is True
     assert capsys.readouterr().out == ""
     # each note is printed where its claim fails, under the cell, not kept for later
-    assert claim(False, "the control beats the model", "63.0 vs 67.1") is False
+    assert other.claim(False, "the control beats the model", "63.0 vs 67.1") is False
     first = capsys.readouterr().out
     assert first.startswith("NOTE: ") and first.count("\n") == 1
     for said in (
@@ -188,16 +185,36 @@ def test_a_failing_claim_stops_the_book_model_and_prints_its_note_at_once_for_an
         "63.0 vs 67.1",
     ):
         assert said in first
-    assert claim(False, "the cone is wide", {"mean cosine": 0.2}) is False
+    assert other.claim(False, "the cone is wide", {"mean cosine": 0.2}) is False
     second = capsys.readouterr().out
     assert "'the cone is wide'" in second and "{'mean cosine': 0.2}" in second
     # the book's model: the prose was written for it, so a false sentence stops the chapter
-    setup()
+    book = setup()
     capsys.readouterr()
-    assert claim(True, "two beats one") is True
+    assert book.claim(True, "two beats one") is True
     with pytest.raises(ClaimError, match="the control beats the model.*66.2 vs 63.8"):
-        claim(False, "the control beats the model", "66.2 vs 63.8")
+        book.claim(False, "the control beats the model", "66.2 vs 63.8")
     assert capsys.readouterr().out == ""
+    # each chapter judges by its own model, whichever was set up last: no state is shared
+    assert other.claim(False, "the cone is wide") is False
+    assert "on tiny-bert" in capsys.readouterr().out
+
+
+def test_a_chapter_is_a_frozen_value_and_its_model_decides_by_its_short_name(capsys):
+    """A page that runs no model makes its own chapter; a hub id or a folder of the book's model
+    is the book's model, any other name is not."""
+    import dataclasses
+
+    book = Chapter("scratch-bert")
+    assert book == Chapter(model="scratch-bert", seed=0) and book.seed == 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        book.model = "bert-base-uncased"
+    for name in ("scratch-bert", "some-org/scratch-bert", "/models/scratch-bert/"):
+        with pytest.raises(ClaimError, match=f"for {name} it no longer holds"):
+            Chapter(name).claim(False, "a sentence")
+    for name in ("bert-base-uncased", "scratch-bert@0", "scratch-bert+simcse"):
+        assert Chapter(name).claim(False, "a sentence") is False
+    assert capsys.readouterr().out.count("NOTE: the text says 'a sentence'") == 3
 
 
 def test_glue_uses_myst_nb_when_installed_and_only_displays_without_it(monkeypatch):

@@ -240,7 +240,7 @@ def test_a_student_edition_keeps_every_exercise_and_self_check_and_no_solution(s
     for heading in re.findall(r"^\*\*\d+ \([^)]*\)\.\*\*", section, re.M):
         assert heading in all_text(student, "markdown"), heading
     answers = all_text(student, "code")
-    for check in re.findall(r"bf\.check\(\"[^\"]+\",[^`]*\)", section):
+    for check in re.findall(r"ch\.check\(\"[^\"]+\",[^`]*\)", section):
         assert check in all_text(student, "markdown") and f"# {check}" in answers
 
 

@@ -6,8 +6,8 @@ anything the book's model computes: pretrained on another CPU family, its number
 printed digit, and the exact check fails (chapter 0's lead table did, moving -26.1 to -26.0).
 
 Which cells read the trained model is followed through each chapter's code, cell by cell, as Python
-reads it: a name is *trained* when it is bound in a cell that reads ``MODEL`` (what ``bf.setup``
-returns) or another trained name. An exact-checked cell that reads a trained name may print no
+reads it: a name is *trained* when it is bound in a cell that reads ``MODEL`` (the model name the
+chapter set up: ``MODEL = ch.model``) or another trained name. An exact-checked cell that reads a trained name may print no
 non-integer number except the constants written in its own source (``< 1e-8``).
 """
 
@@ -25,7 +25,9 @@ from bookbuild.output_check import CHECK_TAG, NUMBER, TOLERANCE_KEY
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = sorted((REPO / "book").glob("*.ipynb"))
-#: The name every chapter binds to the model it runs (``MODEL = bf.setup()``).
+#: The name every chapter binds to the model it runs (``MODEL = ch.model``). Not ``ch``, the
+#: chapter itself: a cell that only states a claim (``ch.claim(...)``) computes nothing from the
+#: model, and the results page, which runs none, has a ``ch`` too.
 ROOTS = frozenset({"MODEL"})
 
 

@@ -1,6 +1,6 @@
 """The exercises' self-checks: right and wrong answers, within tolerance, never revealing the key.
 
-The heart of it is one table, :data:`NEAREST`: for every check ``bf.check`` knows, the answers a
+The heart of it is one table, :data:`NEAREST`: for every check ``ch.check`` knows, the answers a
 student is most likely to give instead of the right one (the number the chapter itself prints, the
 other unit, the un-normalised value, another seed's or another row's value), computed by the
 package calls the chapter makes. Each check must accept the right answer and refuse every one of
@@ -23,8 +23,9 @@ import pytest
 import torch
 
 import bertflow_mini as bf
-from bertflow_mini.chapters import chapter, exercises, solvers
-from bertflow_mini.chapters.chapter import ClaimError
+from bertflow_mini.chapters import exercises, solvers
+from bertflow_mini.chapters.chapter import Chapter
+from bertflow_mini.chapters.claims import ClaimError
 from bertflow_mini.chapters.exercises import _Answer
 
 from .test_exercises_any_model import (  # noqa: F401 (fixtures, used by name)
@@ -40,6 +41,9 @@ from .test_exercises_any_model import (  # noqa: F401 (fixtures, used by name)
 REPO = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((REPO / "book").glob("[0-9][0-9]-*.ipynb"))
 BOOK = "scratch-bert"
+#: A chapter run on the book's model (stored answers), and one on the paper's (computed answers).
+ON_BOOK = Chapter(model=BOOK, seed=0)
+ON_PAPER = Chapter(model="bert-base-uncased", seed=0)
 
 
 @pytest.fixture
@@ -71,7 +75,6 @@ def key(monkeypatch):
     monkeypatch.setattr(solvers, "_SOLVERS", {"9.5": solve_9_5, "9.6": solve_9_6})
     monkeypatch.setattr(solvers, "_SLOW", {"9.5": "a long fit"})
     monkeypatch.setattr(solvers, "_SOLVED", {})
-    monkeypatch.setitem(chapter._STATE, "model", "scratch-bert")
     monkeypatch.delenv("BERTFLOW_MAX_PAIRS", raising=False)
     return calls
 
@@ -79,9 +82,9 @@ def key(monkeypatch):
 def test_a_right_answer_within_tolerance_is_right_and_the_key_is_never_printed(
     key, capsys
 ):
-    assert exercises.check("9.1", 0.8199) is True
-    assert exercises.check("9.2", [1.005, 2.0, 2.99]) is True
-    assert exercises.check("9.3", "  Whitening ") is True
+    assert ON_BOOK.check("9.1", 0.8199) is True
+    assert ON_BOOK.check("9.2", [1.005, 2.0, 2.99]) is True
+    assert ON_BOOK.check("9.3", "  Whitening ") is True
     out = capsys.readouterr().out
     assert (
         "right" in out
@@ -91,21 +94,18 @@ def test_a_right_answer_within_tolerance_is_right_and_the_key_is_never_printed(
 
 
 def test_a_wrong_answer_says_not_yet_without_the_key(key, capsys):
-    assert exercises.check("9.1", 0.83) is False  # 0.0175 > atol 0.01
-    assert exercises.check("9.2", [1.0, 2.0]) is False
-    assert exercises.check("9.2", [1.0, float("nan"), 3.0]) is False
-    assert exercises.check("9.3", "flow") is False
-    assert exercises.check("9.1", "a word") is False
+    assert ON_BOOK.check("9.1", 0.83) is False  # 0.0175 > atol 0.01
+    assert ON_BOOK.check("9.2", [1.0, 2.0]) is False
+    assert ON_BOOK.check("9.2", [1.0, float("nan"), 3.0]) is False
+    assert ON_BOOK.check("9.3", "flow") is False
+    assert ON_BOOK.check("9.1", "a word") is False
     out = capsys.readouterr().out
     assert out.count("not yet") == 5 and "0.8125" not in out
     assert "expected shape (3,), got (2,)" in out  # a shape hint gives nothing away
 
 
-def test_another_model_without_a_solver_is_told_there_is_no_answer(
-    key, monkeypatch, capsys
-):
-    monkeypatch.setitem(chapter._STATE, "model", "bert-base-uncased")
-    assert exercises.check("9.1", 0.8125) is None
+def test_another_model_without_a_solver_is_told_there_is_no_answer(key, capsys):
+    assert ON_PAPER.check("9.1", 0.8125) is None
     assert "no answer for bert-base-uncased" in capsys.readouterr().out
 
 
@@ -113,24 +113,23 @@ def test_an_answer_stored_for_every_model_serves_every_model_and_every_run(
     key, monkeypatch
 ):
     for model in ("scratch-bert", "bert-base-uncased", "org/other-model"):
-        monkeypatch.setitem(chapter._STATE, "model", model)
-        assert exercises.check("9.4", 2.405) is True
-        assert exercises.check("9.4", 2.5) is False
+        chapter = Chapter(model=model, seed=0)
+        assert chapter.check("9.4", 2.405) is True
+        assert chapter.check("9.4", 2.5) is False
     monkeypatch.setenv("BERTFLOW_MAX_PAIRS", "10")
-    assert exercises.check("9.4", 2.4) is True
+    assert chapter.check("9.4", 2.4) is True
     assert key == []  # nothing computed
 
 
 def test_the_book_model_reads_its_stored_key_and_another_model_computes_once(
-    key, monkeypatch, capsys
+    key, capsys
 ):
-    assert exercises.check("9.5", [50.5, 59.5]) is True  # stored, not computed
+    assert ON_BOOK.check("9.5", [50.5, 59.5]) is True  # stored, not computed
     assert key == []
-    monkeypatch.setitem(chapter._STATE, "model", "bert-base-uncased")
     # the solver says [70, 41]; within the book model's tolerance (atol 1) is right
-    assert exercises.check("9.5", [70.0, 41.9]) is True
-    assert exercises.check("9.5", [70.0, 42.5]) is False
-    assert exercises.check("9.5", [50.0, 60.0]) is False  # the book model's answer
+    assert ON_PAPER.check("9.5", [70.0, 41.9]) is True
+    assert ON_PAPER.check("9.5", [70.0, 42.5]) is False
+    assert ON_PAPER.check("9.5", [50.0, 60.0]) is False  # the book model's answer
     assert key == ["bert-base-uncased"]
     out = capsys.readouterr().out
     assert out.count("computing the answer on bert-base-uncased (a long fit)") == 1
@@ -141,14 +140,14 @@ def test_a_tolerance_without_a_value_is_computed_on_the_weights_in_use_even_for_
     key, capsys
 ):
     # 0.3 asks for more digits than two machines' pretraining of the book's model agree on
-    assert exercises._stored("9.6") is None
-    assert exercises.check("9.6", 0.763805) is True
-    assert exercises.check("9.6", 0.76382) is False  # 2e-5 off: beyond atol 1e-5
+    assert exercises._stored("9.6", BOOK) is None
+    assert ON_BOOK.check("9.6", 0.763805) is True
+    assert ON_BOOK.check("9.6", 0.76382) is False  # 2e-5 off: beyond atol 1e-5
     assert key == ["scratch-bert"]  # computed once
     # the hidden cell holds the solution to what the solver computes, without showing it
-    assert exercises.confirm("9.6", 0.7638) is True
+    assert ON_BOOK.confirm("9.6", 0.7638) is True
     with pytest.raises(ClaimError, match="9.6") as failed:
-        exercises.confirm("9.6", 0.7639)
+        ON_BOOK.confirm("9.6", 0.7639)
     assert "0.7638" not in str(failed.value).replace("0.7639", "")
     assert "0.7638" not in capsys.readouterr().out
 
@@ -157,14 +156,14 @@ def test_a_quick_run_computes_even_the_book_models_answer_and_confirm_skips_the_
     key, monkeypatch
 ):
     monkeypatch.setenv("BERTFLOW_MAX_PAIRS", "10")
-    assert exercises._stored("9.5") is None
-    assert exercises.check("9.5", [70.0, 41.0]) is True
+    assert exercises._stored("9.5", BOOK) is None
+    assert ON_BOOK.check("9.5", [70.0, 41.0]) is True
     assert key == ["scratch-bert"]
     # the stored key is of the full data: a quick run's solution may differ from it
-    assert exercises.confirm("9.5", [70.0, 41.0]) is True
+    assert ON_BOOK.confirm("9.5", [70.0, 41.0]) is True
     # another cap, another answer
     monkeypatch.setenv("BERTFLOW_MAX_PAIRS", "20")
-    assert exercises.check("9.5", [70.0, 42.0]) is True
+    assert ON_BOOK.check("9.5", [70.0, 42.0]) is True
     assert key == ["scratch-bert", "scratch-bert"]
 
 
@@ -184,28 +183,27 @@ def test_an_exercise_without_a_solver_cannot_be_solved(key):
 
 def test_an_unknown_exercise_is_a_clear_error(key):
     with pytest.raises(KeyError, match="9.1, 9.2, 9.3, 9.4, 9.5, 9.6"):
-        exercises.check("9.9", 1.0)
+        ON_BOOK.check("9.9", 1.0)
 
 
 def test_confirm_fails_the_chapter_when_the_solution_no_longer_computes_the_key(
     key,
 ):
-    assert exercises.confirm("9.1", 0.815) is True
+    assert ON_BOOK.confirm("9.1", 0.815) is True
     with pytest.raises(ClaimError, match="9.1") as failed:
-        exercises.confirm("9.1", 0.9)
+        ON_BOOK.confirm("9.1", 0.9)
     assert "0.8125" not in str(failed.value)  # the key stays out of the message
     with pytest.raises(ClaimError, match="9.4"):
-        exercises.confirm("9.4", 2.5)
+        ON_BOOK.confirm("9.4", 2.5)
 
 
 def test_confirm_on_another_model_notes_a_stale_shared_key_and_computes_nothing(
-    key, monkeypatch, capsys
+    key, capsys
 ):
-    monkeypatch.setitem(chapter._STATE, "model", "bert-base-uncased")
     assert (
-        exercises.confirm("9.5", [0.0, 0.0]) is True
+        ON_PAPER.confirm("9.5", [0.0, 0.0]) is True
     )  # no key of its own: nothing to pin
-    assert exercises.confirm("9.4", 2.5) is False
+    assert ON_PAPER.confirm("9.4", 2.5) is False
     out = capsys.readouterr().out
     assert "NOTE" in out and "2.4" not in out
     assert key == []
@@ -227,7 +225,8 @@ def test_the_shipped_key_parses_and_every_entry_names_an_exercise_and_a_model():
 
 
 def test_nothing_public_hands_out_a_key():
-    """Only check, confirm and solution are public in exercises; nothing in solvers is."""
+    """Only check, confirm and solution are public in exercises (the chapter's methods call the
+    first two with its model; the package exports only solution); nothing in solvers is."""
     for module, public in (
         (exercises, {"check", "confirm", "solution"}),
         (solvers, set()),
@@ -244,7 +243,7 @@ def test_nothing_public_hands_out_a_key():
         for n in bf.__all__
         if getattr(getattr(bf, n), "__module__", None) == exercises.__name__
     }
-    assert exported == {"check", "confirm", "solution"}
+    assert exported == {"solution"}
 
 
 # ------------------------------------------------------------------ the chapters' exercises
@@ -283,7 +282,7 @@ def _assigned(source: str) -> set[str]:
 
 
 def _checked(source: str) -> set[str]:
-    """The names the answer of each ``bf.check(...)`` call in ``source`` reads."""
+    """The names the answer of each ``ch.check(...)`` call in ``source`` reads."""
     names = set()
     for node in ast.walk(ast.parse(source)):
         if (
@@ -301,13 +300,13 @@ def _checked(source: str) -> set[str]:
 
 
 def _check_calls(path: Path) -> set[str]:
-    """The names every self-check of the chapter reads: the ``bf.check("…", answer)`` an
+    """The names every self-check of the chapter reads: the ``ch.check("…", answer)`` an
     exercise's text tells the student to run, and those in its code cells."""
     names = set()
     for cell in _cells(path):
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
-            for call in re.findall(r"`(bf\.check\([^`]*\))`", source):
+            for call in re.findall(r"`(ch\.check\([^`]*\))`", source):
                 names |= _checked(call)
         elif not _is_solution(cell):
             names |= _checked(source)
@@ -331,13 +330,13 @@ def test_the_check_finder_sees_a_solution_that_assigns_the_checked_name(tmp_path
         (
             "markdown",
             {},
-            '## Exercises\n\n**1 (code · homework).** `bf.check("9.1", x)`',
+            '## Exercises\n\n**1 (code · homework).** `ch.check("9.1", x)`',
         ),
         ("code", {"tags": ["hide-cell"]}, "x, y = 1, 2"),
         (
             "code",
             {},
-            "def build(v):\n    raise NotImplementedError\n\nbf.check('9.2', build)",
+            "def build(v):\n    raise NotImplementedError\n\nch.check('9.2', build)",
         ),
         ("code", {"tags": ["remove-cell"]}, "def build(v):\n    return v"),
     ]
@@ -348,12 +347,12 @@ def test_the_check_finder_sees_a_solution_that_assigns_the_checked_name(tmp_path
         test_no_self_check_reads_a_name_a_solution_assigns(page)
 
 
-def test_every_check_a_chapter_names_is_one_bf_check_knows_and_every_known_one_is_named():
+def test_every_check_a_chapter_names_is_one_ch_check_knows_and_every_known_one_is_named():
     named = set()
     for path in CHAPTERS:
         for cell in _cells(path):
             named |= set(
-                re.findall(r"bf\.check\(\s*[\"']([^\"']+)", "".join(cell["source"]))
+                re.findall(r"ch\.check\(\s*[\"']([^\"']+)", "".join(cell["source"]))
             )
     assert named == set(KNOWN)
 
@@ -823,7 +822,7 @@ def near_5_5(model: str, right: Any) -> dict[str, Any]:
     }
 
 
-#: Every check ``bf.check`` knows → the nearest wrong answers to it, from (model, right answer).
+#: Every check ``ch.check`` knows → the nearest wrong answers to it, from (model, right answer).
 NEAREST: dict[str, Callable[[str, Any], dict[str, Any]]] = {
     "0.3": near_0_3,
     "1.3": near_1_3,
@@ -884,7 +883,6 @@ def test_a_check_accepts_the_right_answer_and_refuses_the_nearest_wrong_ones(
         right = SOLUTIONS[exercise](model)  # the solution cell, transcribed
     else:
         model = BOOK
-        monkeypatch.setitem(chapter._STATE, "model", BOOK)
         by_model = exercises._answer_key().get(exercise, {})
         stored = by_model.get(BOOK, by_model.get(exercises._ANY_MODEL))
         right = BUILT.get(exercise)
@@ -892,13 +890,14 @@ def test_a_check_accepts_the_right_answer_and_refuses_the_nearest_wrong_ones(
             right = (
                 stored.value if stored.value is not None else SOLUTIONS[exercise](BOOK)
             )
-    assert exercises.check(exercise, right) is True, "the right answer"
+    chapter = Chapter(model=model, seed=0)
+    assert chapter.check(exercise, right) is True, "the right answer"
     for also in ALSO_RIGHT.get(exercise, []):
-        assert exercises.check(exercise, also) is True, also.__name__
+        assert chapter.check(exercise, also) is True, also.__name__
     right_out = capsys.readouterr().out
     wrongs = NEAREST[exercise](model, right)
     accepted = [
-        name for name, wrong in wrongs.items() if exercises.check(exercise, wrong)
+        name for name, wrong in wrongs.items() if chapter.check(exercise, wrong)
     ]
     assert not accepted, f"{exercise} on {on} accepts: {accepted}"
     out = capsys.readouterr().out

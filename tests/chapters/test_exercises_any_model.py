@@ -19,7 +19,8 @@ import pytest
 from conftest import DATA_DIR, need, save_tiny_bert
 
 import bertflow_mini as bf
-from bertflow_mini.chapters import chapter, exercises, solvers
+from bertflow_mini.chapters import exercises, solvers
+from bertflow_mini.chapters.chapter import Chapter
 
 STAND_IN = "bert-base-uncased"
 #: Lines kept of each real file: more STS-B training sentences and more SICK sentences than
@@ -59,13 +60,12 @@ def stand_in_mirrors(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture
 def stand_in(stand_in_mirrors, monkeypatch) -> Iterator[str]:
-    """The running chapter's model is the stand-in (its name is returned); no answer memoised from
-    another test's model."""
+    """The stand-in served from the mirrors (its name is returned: a test runs its chapter on it,
+    ``Chapter(model=stand_in)``); no answer memoised from another test's model."""
     data, models = stand_in_mirrors
     monkeypatch.setenv("BERTFLOW_DATA", str(data))
     monkeypatch.setenv("BERTFLOW_MODELS", str(models))
     monkeypatch.delenv("BERTFLOW_MAX_PAIRS", raising=False)
-    monkeypatch.setitem(chapter._STATE, "model", STAND_IN)
     solvers._forget()
     yield STAND_IN
     solvers._forget()
@@ -312,14 +312,15 @@ def test_a_check_on_the_stand_in_accepts_the_solution_and_rejects_it_perturbed(
     exercise, stand_in, capsys
 ):
     assert (
-        exercises._stored(exercise) is None
+        exercises._stored(exercise, stand_in) is None
     )  # nothing stored for this model: computed
     # NaN or inf where the solution computes one (5.3's Gaussian: a random BERT's vectors lie on
     # a hyperplane), the same answer is asked for
     solution = SOLUTIONS[exercise](stand_in)
     assert np.isfinite(np.ravel(solution)).any(), solution
-    assert exercises.check(exercise, solution) is True
-    assert exercises.check(exercise, perturbed(solution, exercise)) is False
+    chapter = Chapter(model=stand_in, seed=0)
+    assert chapter.check(exercise, solution) is True
+    assert chapter.check(exercise, perturbed(solution, exercise)) is False
     out = capsys.readouterr().out
     assert out.count(f"Exercise {exercise}: right.") == 1
     assert out.count(f"Exercise {exercise}: not yet") == 1
@@ -334,18 +335,19 @@ def test_a_model_independent_answer_is_checked_on_any_model_without_computing(
 ):
     monkeypatch.setattr(solvers, "_SOLVERS", {})  # nothing may be computed
     for model in (stand_in, "scratch-bert", "some-org/any-model"):
-        monkeypatch.setitem(chapter._STATE, "model", model)
-        assert exercises.check("4.1", 0.3 * np.sqrt(64)) is True  # |β0|·√d
-        assert exercises.check("6.1", 1 - 6 * 54 / (6 * 35)) is True
-        assert exercises.check("6.1", 0.54) is False
+        chapter = Chapter(model=model, seed=0)
+        assert chapter.check("4.1", 0.3 * np.sqrt(64)) is True  # |β0|·√d
+        assert chapter.check("6.1", 1 - 6 * 54 / (6 * 35)) is True
+        assert chapter.check("6.1", 0.54) is False
     assert "not yet" in capsys.readouterr().out
 
 
 def test_a_slow_check_says_so_once_before_computing(stand_in, monkeypatch, capsys):
     calls = []
     monkeypatch.setitem(solvers._SOLVERS, "5.4", lambda m: calls.append(m) or 61.0)
-    assert exercises.check("5.4", 61.2) is True
-    assert exercises.check("5.4", 63.0) is False
+    chapter = Chapter(model=stand_in, seed=0)
+    assert chapter.check("5.4", 61.2) is True
+    assert chapter.check("5.4", 63.0) is False
     out = capsys.readouterr().out
     assert calls == [stand_in]
     assert out.count("computing the answer on bert-base-uncased (a flow fit") == 1

@@ -137,7 +137,7 @@ def test_the_exercises_and_their_self_checks_are_still_there(
     statements = re.compile(r"^\*\*\d+\b[^*\n]*\*\*.*$", re.M)
     assert statements.findall(copy["text"]) == statements.findall(original["text"])
     assert len(statements.findall(copy["text"])) >= 3
-    checks = re.compile(r'bf\.check\("[^"]+"')
+    checks = re.compile(r'ch\.check\("[^"]+"')
     statement_text = re.sub(
         r"^(`{3,}|:{3,})\{dropdown\} (Solution|Answer).*?^\1\s*$",
         "",

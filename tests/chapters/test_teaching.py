@@ -34,7 +34,7 @@ def test_words_counts_a_formula_a_role_a_link_and_code_as_one_word_each():
         == 6
     )
     assert (
-        teaching.words("See [Chapter 2](02-cosine-and-bases.ipynb), or `bf.check`.")
+        teaching.words("See [Chapter 2](02-cosine-and-bases.ipynb), or `ch.check`.")
         == 5
     )
     assert teaching.words("$$\na = b\n$$\n\nTwo words") == 3
@@ -50,7 +50,7 @@ CHAPTER = [
     "```{admonition} Paper\n:class: tip\nFour words, main line.\n```",
     "## Exercises\n\n**1 (pen and paper · quiz).** Show one thing.\n\n"
     "```{dropdown} Solution\nA solution of six words.\n```",
-    '**2 (code · homework).** Compute it: `bf.check("9.2", x)`.\n\n'
+    '**2 (code · homework).** Compute it: `ch.check("9.2", x)`.\n\n'
     "```{dropdown} Hints\nTry harder.\n```\n\n**3 (open · discussion).** Why?",
     "## References\n\nNot counted at all, these words.",
 ]

@@ -25,7 +25,7 @@ INSTALL = re.compile(r"^(\s*)%pip install .*bertflow_mini @ git\+.*$", re.M)
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
 HAS_EXERCISES = re.compile(r"^#{1,6}\s+Exercises\b", re.M)
 EXERCISE = re.compile(r"^\*\*(\d+)\b[^*\n]*\*\*", re.M)
-CHECK = re.compile(r"bf\.check\((\"[^\"]+\"),\s*([^`]*?)\)`")
+CHECK = re.compile(r"ch\.check\((\"[^\"]+\"),\s*([^`]*?)\)`")
 SOLUTION_MARKERS = re.compile(
     r"[ \t]*### BEGIN SOLUTION\n(.*?)[ \t]*### END SOLUTION\n?", re.S
 )
@@ -122,7 +122,7 @@ def _note(
     if student:
         lines.append(
             "The solutions are left out (they are in the book). Each exercise with a self-check "
-            'has an empty cell below it: write your answer there and run `bf.check("…", …)`, '
+            'has an empty cell below it: write your answer there and run `ch.check("…", …)`, '
             "which says *right* or *not yet* without giving the answer away."
         )
     return "\n\n".join(["<blockquote>", *lines, "</blockquote>"])
@@ -168,7 +168,7 @@ def _text_cells(cell, page: Page, site: BookSite, where: _Chapter) -> list:
                 continue
             seen.add(name)
             scaffold = f"# Exercise {name}: your answer here, then check it:\n"
-            scaffold += f"# bf.check({key}, {answer})"
+            scaffold += f"# ch.check({key}, {answer})"
             cells.append(_code(scaffold, f"{cell.id}-answer-{name.replace('.', '-')}"))
     return cells
 

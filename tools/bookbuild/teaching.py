@@ -24,8 +24,8 @@ FENCE = re.compile(r"^(`{3,}|:{3,})\{([\w-]+)\}\s*(.*)$")
 LABEL = re.compile(r"^\*\*(\d+)\s*\(([^)]*)\)[^*\n]*\*\*", re.M)
 #: What an exercise can suit: a quiz question, homework (or a lab), a discussion.
 SUITS = ("quiz", "homework", "discussion")
-#: A self-check the exercise names: ``bf.check("2.3", …)``.
-CHECK = re.compile(r"bf\.check\(\"([^\"]+)\"")
+#: A self-check the exercise names: ``ch.check("2.3", …)``.
+CHECK = re.compile(r"ch\.check\(\"([^\"]+)\"")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 #: Roles such as {term}`text <target>`: the text a reader sees.
 ROLE = re.compile(r"\{[\w:-]+\}`([^`<]*?)\s*(?:<[^`]*>)?`")
@@ -136,7 +136,7 @@ def exercise_table(paths: Iterable[str | PathLike]) -> pd.DataFrame:
     """Every exercise of the chapters, one row each (index: chapter, exercise): its kind and what
     it suits, as its label states them (``**2 (pen and paper · quiz).**``: kind ``pen and
     paper``, ``code`` or ``open``; suits one of :data:`SUITS`), the self-checks it names
-    (``bf.check("2.3", …)``; "–" for none), and its statement's and its solution's words. A
+    (``ch.check("2.3", …)``; "–" for none), and its statement's and its solution's words. A
     chapter with an Exercises section but no labelled exercise, or a label that does not say
     what the exercise suits, is an error: the labels are what this table reads."""
     rows = {}
