@@ -18,7 +18,7 @@ from bertflow_mini._device import default_device
 from bertflow_mini.chapters import claims, exercises
 from bertflow_mini.chapters.plotting import set_style
 from bertflow_mini.data.pairs import MAX_PAIRS_ENV, max_pairs
-from bertflow_mini.encoders.names import BOOK_MODEL, build, default_model
+from bertflow_mini.encoders.names import BOOK_MODEL, build_spec, default_model
 from bertflow_mini.encoders.spec import parse_name
 
 #: A table :func:`rounded` accepts and returns.
@@ -109,7 +109,7 @@ def setup(model: str | None = None, seed: int = 0) -> Chapter:
     model = model or default_model()
     spec = parse_name(model)
     # the chapter's build step: fetching, pretraining or fine-tuning happens here, never in a lookup
-    source = build(spec)
+    source = build_spec(spec)
     origin = "GloVe word vectors" if source is None else where_from(source)
     why = (
         "the book's model: its outputs are the ones the text describes"

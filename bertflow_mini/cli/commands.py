@@ -33,13 +33,13 @@ def _load(name: str | ModelSpec) -> Encoder:
     (pretraining, SimCSE). An error about the name itself (it names it: no such folder, not on the
     hub, no such checkpoint) also says what ``--model`` takes; others (missing data while
     training) pass unchanged."""
-    from bertflow_mini.encoders.names import build, load_encoder
+    from bertflow_mini.encoders.names import build_spec, load_encoder
     from bertflow_mini.encoders.spec import ModelSpec, parse_name
 
     given = name.name if isinstance(name, ModelSpec) else name
     try:
         spec = parse_name(name)
-        build(spec)
+        build_spec(spec)
         return load_encoder(spec)
     except (OSError, ValueError) as err:
         if repr(given) not in str(err):

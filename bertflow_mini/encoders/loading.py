@@ -1,7 +1,8 @@
 """Loading an :class:`~bertflow_mini.encoders.encoder.Encoder` from where its files are: a
 transformer from a folder or hub id (:func:`load_from`), or the GloVe baseline
-(:func:`load_glove_encoder`). Which folder a *name* means is :mod:`bertflow_mini.encoders.names`'
-job.
+(:func:`load_glove_encoder`). Where a name's files are on this machine before anything is built is
+:func:`local_folder` (an explicit folder, or the mirror); which folder a name built here means is
+:mod:`bertflow_mini.encoders.names`' job.
 
 The package's one path to Hugging Face files: every network (:func:`load_network`), tokenizer
 (:func:`load_tokenizer`) and config (:func:`load_config`) is read here, with the same offline
@@ -24,7 +25,7 @@ from bertflow_mini._device import default_device
 from bertflow_mini.data.downloads import HUB_URL, hub_reachable
 from bertflow_mini.encoders.cache import weights_fingerprint
 from bertflow_mini.encoders.encoder import Encoder
-from bertflow_mini.encoders.spec import MODELS_ENV, short_name
+from bertflow_mini.encoders.spec import hub_alias, looks_like_path, short_name
 
 if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
@@ -97,6 +98,30 @@ def _load_report_checked() -> Iterator[dict[str, Any]]:
             # the report names the keys (its table, or transformers 4's list)
             if not any(k in record.getMessage() for k in keys):
                 logger.handle(record)
+
+
+#: The local mirror: a folder holding ``<short name>/`` folders in Hugging Face's format.
+MODELS_ENV = "BERTFLOW_MODELS"
+
+
+def local_folder(name: str) -> Path | None:
+    """``name`` itself when it is a folder, else ``$BERTFLOW_MODELS/<short name>`` when that exists."""
+    if Path(name).expanduser().is_dir():
+        return Path(name).expanduser().resolve()
+    if looks_like_path(name):
+        raise FileNotFoundError(
+            f"model {name!r}: no such folder ({Path(name).expanduser().resolve()})"
+        )
+    mirror = os.environ.get(MODELS_ENV)
+    if mirror and (Path(mirror) / short_name(name)).is_dir():
+        return (Path(mirror) / short_name(name)).resolve()
+    return None
+
+
+def folder_or_hub(name: str) -> str:
+    """A local folder for ``name`` when there is one, else its hub id: nothing is trained here."""
+    folder = local_folder(name)
+    return str(folder) if folder is not None else hub_alias(name)
 
 
 def hub_options(source: str) -> dict[str, bool]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from bertflow_mini._device import default_device
 from bertflow_mini.encoders import pretrain, simcse
 from bertflow_mini.encoders.encoder import Encoder
-from bertflow_mini.encoders.loading import load_from, load_glove_encoder
+from bertflow_mini.encoders.loading import load_from, load_glove_encoder, local_folder
 from bertflow_mini.encoders.random_init import (  # noqa: F401 (parameter_count: re-exported)
     parameter_count,
     random_init,
@@ -35,7 +35,6 @@ from bertflow_mini.encoders.spec import (  # noqa: F401 (MULTIBERTS_STEPS: re-ex
     BERT_BASE,
     MULTIBERTS_STEPS,
     ModelSpec,
-    local_folder,
     multiberts,
     parse_name,
     short_name,
@@ -107,7 +106,7 @@ def _resolve(spec: ModelSpec, initialise: bool) -> str:
                 f"{spec.name} is not built yet, nor is its base {spec.base}: "
                 + simcse.how_to_build(spec.name, simcse.config_for(spec.seed))
             ) from None
-        return str(simcse.built_folder(spec.name, spec.base, base_source, spec.seed))
+        return str(simcse.built_folder(spec, base_source))
     if spec.kind == "scratch":
         return str(pretrain.checkpoint_folder(spec.percent))
     if spec.kind == "random":
@@ -134,8 +133,13 @@ def build(name: str | ModelSpec, *, progress: bool = True) -> str | None:
     fetched from the book's release (:mod:`bertflow_mini.encoders.release`), else pretrained or
     fine-tuned here (the base first); an ``@0`` control is initialised. Each says what it does and
     about how long. A name already built, mirrored or on the hub returns at once. Returns where it
-    loads from (:func:`resolve_model`'s answer), or ``None`` for GloVe (no network to build)."""
-    spec = parse_name(name)
+    loads from (:func:`resolve_model`'s answer), or ``None`` for GloVe (no network to build).
+    A reader's call, with a name; a caller that has parsed it already calls :func:`build_spec`."""
+    return build_spec(parse_name(name), progress=progress)
+
+
+def build_spec(spec: ModelSpec, *, progress: bool = True) -> str | None:
+    """:func:`build` for a parsed name (``setup`` and the CLI parse once, at their boundary)."""
     if spec.kind == "glove":
         return None
     # the name's lineage from the top (a SimCSE run, then its base) down to the first step that is
@@ -154,7 +158,7 @@ def build(name: str | ModelSpec, *, progress: bool = True) -> str | None:
         elif step.kind == "random":
             source = str(random_init(step.base, step.seed, step.init))
         elif step.kind == "simcse":
-            source = str(simcse.build(step.base, source, step.seed, progress=progress))
+            source = str(simcse.build(step, source, progress=progress))
         else:
             source = step.on_the_hub
     return source
@@ -192,7 +196,7 @@ def _tuned(
     name: str, fingerprint: str, config: simcse.SimCSEConfig, device: str
 ) -> Encoder:
     tuned = parse_name(simcse.simcse_name(name, config.seed))
-    build(tuned)
+    build_spec(tuned)
     return load_encoder(tuned, device)
 
 

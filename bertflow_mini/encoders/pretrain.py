@@ -123,7 +123,7 @@ def run_dir(recipe: Recipe) -> Path:
 def load_tokenizer() -> PreTrainedTokenizerBase:
     """bert-base-uncased's WordPiece tokenizer: from ``$BERTFLOW_MODELS`` or the hub."""
     from bertflow_mini.encoders import loading
-    from bertflow_mini.encoders.spec import folder_or_hub
+    from bertflow_mini.encoders.loading import folder_or_hub
 
     return loading.load_tokenizer(folder_or_hub(TOKENIZER), TOKENIZER)
 

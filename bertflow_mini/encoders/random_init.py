@@ -22,7 +22,7 @@ import torch
 
 from bertflow_mini._io import atomic_dir
 from bertflow_mini.encoders import pretrain
-from bertflow_mini.encoders.loading import load_config, load_tokenizer
+from bertflow_mini.encoders.loading import load_config, load_tokenizer, local_folder
 from bertflow_mini.encoders.runs import run_folder, write_run_log
 from bertflow_mini.encoders.spec import (
     BERT_BASE,
@@ -30,7 +30,6 @@ from bertflow_mini.encoders.spec import (
     SHAPES,
     hub_alias,
     is_glove,
-    local_folder,
     short_name,
 )
 

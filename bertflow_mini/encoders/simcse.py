@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
     from bertflow_mini.encoders.encoder import Encoder
+    from bertflow_mini.encoders.spec import ModelSpec
 
 #: Bump when the training code changes what a config produces: every cached SimCSE model is retrained.
 VERSION = 1
@@ -130,19 +131,6 @@ def simcse_loss(
     return F.cross_entropy(sims, torch.arange(len(z1), device=z1.device))
 
 
-def embed_twice(
-    model: torch.nn.Module, ids: torch.Tensor, attention: torch.Tensor, pooling: str
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The batch through ``model`` twice in one pass (two dropout masks): the positive pairs."""
-    both = model(
-        input_ids=torch.cat([ids, ids]),
-        attention_mask=torch.cat([attention, attention]),
-        output_hidden_states=True,
-    ).hidden_states
-    z = pool(both, torch.cat([attention, attention]), pooling)
-    return z[: len(ids)], z[len(ids) :]
-
-
 # ---------------------------------------------------------------------------------------- training
 def train_simcse(
     model: torch.nn.Module,
@@ -187,9 +175,16 @@ def train_simcse(
             while len(index) < 2:
                 index = next(batches)
             b = data.batch(index)
-            z1, z2 = embed_twice(
-                model, b.ids.to(device), b.attention.to(device), config.pooling
-            )
+            ids, attention = b.ids.to(device), b.attention.to(device)
+            # the batch through the model twice in one pass: two dropout masks, the positive pairs
+            hidden = model(
+                input_ids=torch.cat([ids, ids]),
+                attention_mask=torch.cat([attention, attention]),
+                output_hidden_states=True,
+            ).hidden_states
+            z1, z2 = pool(
+                hidden, torch.cat([attention, attention]), config.pooling
+            ).chunk(2)
             loss = simcse_loss(z1, z2, config.temperature)
             losses.append(gradient_step(loss, opt, scheduler=sched))
     model.eval()
@@ -197,23 +192,25 @@ def train_simcse(
 
 
 # ---------------------------------------------------------------------------------------- names and cache
-def run_dir(base: str, fingerprint: str, config: SimCSEConfig | None = None) -> Path:
-    """Where the SimCSE model of ``base`` (weights ``fingerprint``) and ``config`` lives; the folder
-    is named after :func:`simcse_name` of the config's seed, then the key."""
+def run_dir(name: str, fingerprint: str, config: SimCSEConfig | None = None) -> Path:
+    """Where the SimCSE run ``name`` (:func:`simcse_name` of its base and ``config``'s seed) of the
+    base weights ``fingerprint`` lives: the folder is named after the run's short name, then the
+    key of ``config`` and ``fingerprint``."""
     config = config or DEFAULT
-    name = simcse_name(short_name(base), config.seed)
-    return run_folder(name, config.payload(fingerprint))
+    return run_folder(short_name(name), config.payload(fingerprint))
 
 
 def train_and_save(
     encoder: Encoder,
+    name: str,
     config: SimCSEConfig | None = None,
     *,
     progress: bool = True,
     threads: int | None = None,
 ) -> Path:
     """Fine-tune a loaded transformer ``encoder`` with SimCSE and save it atomically (the folder
-    appears complete or not at all) under :func:`run_dir`; a no-op when the cache already holds it.
+    appears complete or not at all) as the run ``name`` (:func:`simcse_name` of the encoder and
+    ``config``'s seed) under :func:`run_dir`; a no-op when the cache already holds it.
     Trains on the encoder's device. Returns the folder. (By name: ``load_encoder("<base>+simcse")``,
     ``load_encoder("<base>+simcse-seed1")``.)"""
     import copy
@@ -222,7 +219,7 @@ def train_and_save(
 
     config = config or DEFAULT
     encoder.require_transformer("SimCSE (it fine-tunes the weights)")
-    final = run_dir(encoder.name, encoder.fingerprint, config)
+    final = run_dir(name, encoder.fingerprint, config)
     if final.is_dir():
         return final
     assert encoder.model is not None and encoder.tokenizer is not None
@@ -232,8 +229,7 @@ def train_and_save(
         else f"about {cpu_minutes(encoder.model, config):.0f} minutes on a 2-core CPU"
     )
     print(
-        f"{simcse_name(encoder.name, config.seed)}: not cached; fine-tuning {encoder.name} "
-        f"with SimCSE now ({where}) …",
+        f"{name}: not cached; fine-tuning {encoder.name} with SimCSE now ({where}) …",
         flush=True,
     )
     model = copy.deepcopy(encoder.model)
@@ -273,37 +269,42 @@ def how_to_build(name: str, config: SimCSEConfig = DEFAULT) -> str:
     )
 
 
-def _local_run_dir(base: str, base_source: str, config: SimCSEConfig) -> Path | None:
-    """Where the run of ``base`` would be, from its weights' fingerprint in local files; ``None``
-    for a hub base not downloaded yet."""
+def _local_run_dir(
+    run: ModelSpec, base_source: str, config: SimCSEConfig
+) -> Path | None:
+    """Where ``run`` would be, from its base weights' fingerprint in local files; ``None`` for a
+    hub base not downloaded yet."""
     fingerprint = local_fingerprint(base_source)
-    return None if fingerprint is None else run_dir(base, fingerprint, config)
+    return None if fingerprint is None else run_dir(run.name, fingerprint, config)
 
 
-def built_folder(name: str, base: str, base_source: str, seed: int = 0) -> Path:
-    """The folder of the SimCSE run ``name`` (training seed ``seed``) of ``base``, whose weights are at
-    ``base_source``: a lookup from local files, which never trains, fetches or asks the network. A
-    run not built yet is a :class:`NotBuiltError` that says how to build it."""
-    config = config_for(seed)
-    folder = _local_run_dir(base, base_source, config)
+def built_folder(run: ModelSpec, base_source: str) -> Path:
+    """The folder of the SimCSE ``run`` whose base weights are at ``base_source``: a lookup from
+    local files, which never trains, fetches or asks the network. A run not built yet is a
+    :class:`NotBuiltError` that says how to build it."""
+    config = config_for(run.seed)
+    folder = _local_run_dir(run, base_source, config)
     if folder is None or not folder.is_dir():
-        raise NotBuiltError(f"{name} is not built yet: {how_to_build(name, config)}")
+        raise NotBuiltError(
+            f"{run.name} is not built yet: {how_to_build(run.name, config)}"
+        )
     return folder
 
 
-def build(base: str, base_source: str, seed: int = 0, *, progress: bool = True) -> Path:
-    """The SimCSE run of ``base`` (weights at ``base_source``, a folder or hub id) with training seed
-    ``seed``: in the cache, else fetched from the book's release, else fine-tuned here (the base
-    loaded first, downloaded when it is a hub model). Returns its folder."""
-    config = config_for(seed)
-    folder = _local_run_dir(base, base_source, config)
+def build(run: ModelSpec, base_source: str, *, progress: bool = True) -> Path:
+    """The SimCSE ``run`` of the base whose weights are at ``base_source`` (a folder or hub id): in
+    the cache, else fetched from the book's release, else fine-tuned here (the base loaded first,
+    downloaded when it is a hub model). Returns its folder."""
+    config = config_for(run.seed)
+    folder = _local_run_dir(run, base_source, config)
     if folder is not None and (
         folder.is_dir() or release.fetch(folder, progress=progress)
     ):
         return folder
     # not built here nor released; or a hub base not downloaded yet (the release holds runs of the
     # book's own model only), whose run is looked up once it is
-    return train_and_save(load_from(base_source, base), config, progress=progress)
+    base = load_from(base_source, run.base)
+    return train_and_save(base, run.name, config, progress=progress)
 
 
 def read_training_log(folder: Path) -> tuple[np.ndarray, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The grammar of model names: a name parses into a :class:`ModelSpec`, data that says what the name
-means; and where a name's files are on this machine before anything is built (:func:`local_folder`:
-an explicit folder or the mirror). Parsing reads no file and trains nothing;
+means. Parsing reads no file and trains nothing; where a name's files are on this machine is
+:func:`bertflow_mini.encoders.loading.local_folder`'s job, and
 :mod:`bertflow_mini.encoders.names` turns a spec into a folder, and builds what is built here.
 
 =================================  ==================================================================
@@ -17,7 +17,7 @@ anything else                      ``hub``: a Hugging Face hub id
 =================================  ==================================================================
 
 A folder (or a mirrored short name) wins over the grammar; that needs the file system, so it is
-the resolver's first step (:func:`local_folder`), not the parser's.
+the resolver's first step, not the parser's.
 
 The boundary (:func:`bertflow_mini.chapters.chapter.setup`, the CLI, ``load_encoder``) parses a
 name once; from there the :class:`ModelSpec` travels, with the values derived from it (its short
@@ -26,7 +26,6 @@ name, its base's spec, its hub id).
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,28 +240,3 @@ def multiberts(step_k: int, seed: int = 0, *, check: bool = True) -> str:
             f"got seed {seed}, step {step_k}k"
         )
     return f"google/multiberts-seed_{seed}-step_{step_k}k"
-
-
-# ---------------------------------------------------------------------------------------- folders
-#: The local mirror: a folder holding ``<short name>/`` folders in Hugging Face's format.
-MODELS_ENV = "BERTFLOW_MODELS"
-
-
-def local_folder(name: str) -> Path | None:
-    """``name`` itself when it is a folder, else ``$BERTFLOW_MODELS/<short name>`` when that exists."""
-    if Path(name).expanduser().is_dir():
-        return Path(name).expanduser().resolve()
-    if looks_like_path(name):
-        raise FileNotFoundError(
-            f"model {name!r}: no such folder ({Path(name).expanduser().resolve()})"
-        )
-    mirror = os.environ.get(MODELS_ENV)
-    if mirror and (Path(mirror) / short_name(name)).is_dir():
-        return (Path(mirror) / short_name(name)).resolve()
-    return None
-
-
-def folder_or_hub(name: str) -> str:
-    """A local folder for ``name`` when there is one, else its hub id: nothing is trained here."""
-    folder = local_folder(name)
-    return str(folder) if folder is not None else hub_alias(name)

@@ -11,6 +11,7 @@ from conftest import StopTraining
 
 from bertflow_mini._io import cache_dir
 from bertflow_mini.encoders import names, simcse
+from bertflow_mini.encoders.pooling import pool
 from bertflow_mini.encoders.runs import NotBuiltError
 from bertflow_mini.encoders.spec import parse_name
 
@@ -102,15 +103,19 @@ def test_seed_zero_keeps_the_seedless_names_cache_folder_and_other_seeds_get_the
     )  # the config every cached seed-0 model was trained with
     assert simcse.config_for(0) == plain
     assert simcse.config_for(0).key(fingerprint) == plain.key(fingerprint)
-    folder = simcse.run_dir("scratch-bert", fingerprint, simcse.config_for(0))
+    folder = simcse.run_dir("scratch-bert+simcse", fingerprint, simcse.config_for(0))
     assert folder.name == f"scratch-bert+simcse-{plain.key(fingerprint)}"
-    assert folder == simcse.run_dir("scratch-bert", fingerprint)  # no config: seed 0
+    assert folder == simcse.run_dir(
+        "scratch-bert+simcse", fingerprint
+    )  # no config: seed 0
     seeded = {
-        simcse.run_dir("scratch-bert", fingerprint, simcse.config_for(s))
+        simcse.run_dir(
+            simcse.simcse_name("scratch-bert", s), fingerprint, simcse.config_for(s)
+        )
         for s in (0, 1, 2)
     }
     assert len(seeded) == 3
-    one = simcse.run_dir("scratch-bert", fingerprint, simcse.config_for(1))
+    one = simcse.run_dir("scratch-bert+simcse-seed1", fingerprint, simcse.config_for(1))
     assert one.name.startswith("scratch-bert+simcse-seed1-")
     assert simcse.config_for(1).key(fingerprint) != plain.key(fingerprint)
 
@@ -178,8 +183,13 @@ def test_training_lowers_the_loss_on_a_fixed_batch(tiny_bert_dir, one_torch_thre
         model.train()
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
-            z1, z2 = simcse.embed_twice(model, data.ids, data.attention, config.pooling)
-        return simcse.simcse_loss(z1, z2).item()
+            both = model(
+                input_ids=torch.cat([data.ids, data.ids]),
+                attention_mask=torch.cat([data.attention, data.attention]),
+                output_hidden_states=True,
+            ).hidden_states
+            z = pool(both, torch.cat([data.attention, data.attention]), config.pooling)
+        return simcse.simcse_loss(*z.chunk(2)).item()
 
     before = loss_on_batch(enc.model)
     simcse.train_simcse(enc.model, enc.tokenizer, SENTENCES, config, progress=False)
@@ -211,7 +221,7 @@ def test_name_resolves_to_a_cached_folder_keyed_by_base_and_config(
     assert "fine-tuning tiny-bert with SimCSE" in capsys.readouterr().out
     folder = names.resolve_model("tiny-bert+simcse")
     fingerprint = names.load_encoder("tiny-bert", device="cpu").fingerprint
-    assert folder == str(simcse.run_dir("tiny-bert", fingerprint, TINY))
+    assert folder == str(simcse.run_dir("tiny-bert+simcse", fingerprint, TINY))
     assert not list(
         cache_dir("models").glob(".*partial")
     )  # nothing half-written left behind
@@ -225,11 +235,12 @@ def test_name_resolves_to_a_cached_folder_keyed_by_base_and_config(
     enc = names.load_encoder("tiny-bert+simcse", device="cpu")
     assert enc.name == "tiny-bert+simcse" and enc.fingerprint != fingerprint
     other = simcse.SimCSEConfig(**{**TINY.__dict__, "lr": 2e-3})
-    assert simcse.run_dir("tiny-bert", fingerprint, other) != simcse.run_dir(
-        "tiny-bert", fingerprint, TINY
+    run = "tiny-bert+simcse"
+    assert simcse.run_dir(run, fingerprint, other) != simcse.run_dir(
+        run, fingerprint, TINY
     )
-    assert simcse.run_dir("tiny-bert", "another-base", TINY) != simcse.run_dir(
-        "tiny-bert", fingerprint, TINY
+    assert simcse.run_dir(run, "another-base", TINY) != simcse.run_dir(
+        run, fingerprint, TINY
     )
 
 
@@ -359,8 +370,8 @@ def test_a_seed_name_trains_its_own_deterministic_model(
     zero, one = (names.resolve_model(f"tiny-bert+simcse{t}") for t in ("", "-seed1"))
     base = names.load_encoder("tiny-bert", device="cpu")
     seed1 = simcse.SimCSEConfig(**{**TINY.__dict__, "seed": 1})
-    assert one == str(simcse.run_dir("tiny-bert", base.fingerprint, seed1))
-    assert zero == str(simcse.run_dir("tiny-bert", base.fingerprint, TINY))
+    assert one == str(simcse.run_dir("tiny-bert+simcse-seed1", base.fingerprint, seed1))
+    assert zero == str(simcse.run_dir("tiny-bert+simcse", base.fingerprint, TINY))
     assert weight_files(zero) != weight_files(one)
     _, info = names.training_log_of("tiny-bert+simcse-seed1")
     assert info["config"] == {**TINY.__dict__, "seed": 1}
@@ -377,7 +388,9 @@ def test_a_seed_name_trains_its_own_deterministic_model(
 
     # the same seed, trained again from scratch in another cache: the same weights, byte for byte
     monkeypatch.setenv("BERTFLOW_CACHE", str(tmp_path / "second-cache"))
-    again = simcse.train_and_save(base, simcse.config_for(1), progress=False)
+    again = simcse.train_and_save(
+        base, "tiny-bert+simcse-seed1", simcse.config_for(1), progress=False
+    )
     assert str(again) != one and weight_files(again) == weight_files(one)
 
 
