@@ -158,7 +158,7 @@ def test_setup_is_the_chapters_build_step(tiny_bert_dir, tmp_path, monkeypatch, 
             tiny_bert_dir, pretrain.run_dir(recipe) / "pct-100"
         ),
     )
-    assert setup("scratch-bert") == "scratch-bert"
+    assert setup("scratch-bert").model == "scratch-bert"
     out = capsys.readouterr().out.splitlines()
     # the release first (unreachable here), then pretraining, then the set-up's lines
     assert out[0].startswith("scratch-bert: fetching the book's released weights")
