@@ -291,7 +291,12 @@ def _coupling_problem(answer: Any) -> str:
     try:
         y, logdet = forward(x.clone(), t, s)
         back = inverse(want.clone(), t, s)
-        jacobians = [jacobian(lambda v: forward(v[None], t, s)[0][0], v) for v in x]
+        jacobians = [
+            jacobian(  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+                lambda v: forward(v[None], t, s)[0][0], v
+            )
+            for v in x
+        ]
     except NotImplementedError:
         return " (the coupling or its inverse is not written yet)"
     except Exception as error:  # a student's code: any failure is a hint, not a crash

@@ -182,12 +182,13 @@ def _train_split_flow(model: str) -> FlowTransform:
     """The paper's flow fitted on STS-B's training sentences only (``last-avg``): exercises 5.3 and
     5.4 share one fit per model and data cap."""
     memo = ("train-split flow", model, max_pairs())
-    if memo not in _SOLVED:
+    flow: FlowTransform | None = _SOLVED.get(memo)
+    if flow is None:
         train, _ = _held_out_split()
-        _SOLVED[memo] = FlowTransform(progress=False).fit(
+        flow = _SOLVED[memo] = FlowTransform(progress=False).fit(
             _stsb(model, "last-avg")(train)
         )
-    return _SOLVED[memo]
+    return flow
 
 
 def _overfitting_gaps(model: str) -> list[float]:
@@ -265,7 +266,7 @@ def _four_parent_hole_ratios(model: str) -> list[float]:
         name: holes.hole_distances(X, f, plan, query, reference, k=10)
         for name, f in spaces.items()
     }
-    return holes.hole_table(four)["hole ratio, mixed inside"].tolist()
+    return [float(r) for r in holes.hole_table(four)["hole ratio, mixed inside"]]
 
 
 def _whitened_auc_low_overlap(model: str) -> float:
