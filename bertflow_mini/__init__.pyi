@@ -14,9 +14,6 @@ from .chapters.plotting import (
     COLORS as COLORS,
     set_style as set_style,
     projection_scatter as projection_scatter,
-    basis_animation as basis_animation,
-    offline_jshtml as offline_jshtml,
-    frequency_norm_scatter as frequency_norm_scatter,
 )
 from .chapters.exercises import solution as solution
 from .chapters.strength import (
@@ -192,7 +189,6 @@ from .geometry.neighbours import knn_overlap as knn_overlap
 from .chapters.plotting import (
     plot_earned as plot_earned,
     plot_scale_curve as plot_scale_curve,
-    plot_scale_gaps as plot_scale_gaps,
 )
 
 __version__: str

@@ -39,6 +39,15 @@ def load_nb(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+def markdown_of(path: Path) -> str:
+    """Every markdown cell of a notebook (the text of a page that is not one)."""
+    if path.suffix != ".ipynb" or not path.exists():
+        return path.with_suffix(".md").read_text("utf-8")
+    return "\n".join(
+        source(c) for c in load_nb(path)["cells"] if c["cell_type"] == "markdown"
+    )
+
+
 def source(cell: dict) -> str:
     return "".join(cell["source"])
 
@@ -255,47 +264,51 @@ def test_page_renders_offline_in_chromium(browser, built_book, page):
 
     browser.get_log("performance")  # drop earlier pages' requests
     browser.get((built_book / f"{page}.html").as_uri())
-    # MathJax typesets asynchronously; wait until it has finished (or give up after 30 s)
-    WebDriverWait(browser, 30).until(
-        lambda d: d.execute_script(
-            "return !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"
+    # a page with TeX in its prose loads MathJax; a page without any does not
+    has_tex = "$" in markdown_of(REPO / f"{page}.ipynb")
+    if has_tex:
+        # MathJax typesets asynchronously; wait until it has finished (or give up after 30 s)
+        WebDriverWait(browser, 30).until(
+            lambda d: d.execute_script(
+                "return !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"
+            )
         )
-    )
-    browser.execute_async_script(
-        "const done = arguments[0]; MathJax.startup.promise.then(() => done(true));"
-    )
+        browser.execute_async_script(
+            "const done = arguments[0]; MathJax.startup.promise.then(() => done(true));"
+        )
     title = browser.execute_script(
         "return (document.querySelector('article h1') || {}).textContent || ''"
     )
     assert len(title.strip()) > 3 and browser.title.startswith(
         title.strip().rstrip("#").strip()[:10]
     )
-    n_math = browser.execute_script(
-        "return document.querySelectorAll('mjx-container').length"
-    )
-    n_err = browser.execute_script(
-        "return document.querySelectorAll('mjx-merror, .MathJax_Error').length"
-    )
-    assert n_math > 0 and n_err == 0, (
-        f"{page}: {n_math} equations rendered, {n_err} MathJax errors"
-    )
-    # every formula typeset: no TeX delimiter left in the prose, as a "$$" inside a list item or
-    # a line of a formula that starts with "+ " (read as a list) leaves it
-    untypeset = browser.execute_script(
-        "const walk = document.createTreeWalker(document.querySelector('article'), NodeFilter.SHOW_TEXT);"
-        "const found = []; let node;"
-        "while ((node = walk.nextNode())) {"
-        "  if (node.parentElement.closest('pre, code, .cell_output, mjx-container, script')) continue;"
-        "  if (/\\$|\\\\[()\\[\\]]/.test(node.textContent)) found.push(node.textContent.trim().slice(0, 80));"
-        "}"
-        "return found;"
-    )
-    assert not untypeset, f"{page}: TeX left untypeset: {untypeset[:3]}"
-    # MathJax's own web fonts came from the book, not a CDN
-    fonts = browser.execute_script(
-        "return [...document.fonts].filter(f => f.family.includes('MJX') && f.status === 'loaded').length"
-    )
-    assert fonts > 0, f"{page}: MathJax fonts did not load"
+    if has_tex:
+        n_math = browser.execute_script(
+            "return document.querySelectorAll('mjx-container').length"
+        )
+        n_err = browser.execute_script(
+            "return document.querySelectorAll('mjx-merror, .MathJax_Error').length"
+        )
+        assert n_math > 0 and n_err == 0, (
+            f"{page}: {n_math} equations rendered, {n_err} MathJax errors"
+        )
+        # every formula typeset: no TeX delimiter left in the prose, as a "$$" inside a list item or
+        # a line of a formula that starts with "+ " (read as a list) leaves it
+        untypeset = browser.execute_script(
+            "const walk = document.createTreeWalker(document.querySelector('article'), NodeFilter.SHOW_TEXT);"
+            "const found = []; let node;"
+            "while ((node = walk.nextNode())) {"
+            "  if (node.parentElement.closest('pre, code, .cell_output, mjx-container, script')) continue;"
+            "  if (/\\$|\\\\[()\\[\\]]/.test(node.textContent)) found.push(node.textContent.trim().slice(0, 80));"
+            "}"
+            "return found;"
+        )
+        assert not untypeset, f"{page}: TeX left untypeset: {untypeset[:3]}"
+        # MathJax's own web fonts came from the book, not a CDN
+        fonts = browser.execute_script(
+            "return [...document.fonts].filter(f => f.family.includes('MJX') && f.status === 'loaded').length"
+        )
+        assert fonts > 0, f"{page}: MathJax fonts did not load"
     if page != "book/glossary":
         images = browser.execute_script(
             "return [...document.querySelectorAll('main img')].map(i => i.complete && i.naturalWidth > 0)"

@@ -12,7 +12,6 @@ import pandas as pd
 import seaborn as sns
 
 if TYPE_CHECKING:
-    from matplotlib.animation import Animation, FuncAnimation
     from matplotlib.axes import Axes
     from matplotlib.collections import PathCollection
     from matplotlib.figure import Figure
@@ -71,124 +70,6 @@ def cosine_histograms(
     if title:
         ax.set_title(title)
     ax.legend()
-    return ax
-
-
-def offline_jshtml(anim: Animation, **kwargs: Any) -> str:
-    """``anim.to_jshtml()`` with no external file, for a book read offline.
-
-    Matplotlib's player links Font Awesome from a CDN only for its nine button icons; drop that
-    link and label the buttons with plain characters instead.
-    """
-    import re
-
-    icons = {
-        "fa-minus": "−",
-        "fa-fast-backward": "|◀◀",
-        "fa-step-backward": "|◀",
-        "fa-play fa-flip-horizontal": "◀",
-        "fa-pause": "❚❚",
-        "fa-play": "▶",
-        "fa-step-forward": "▶|",
-        "fa-fast-forward": "▶▶|",
-        "fa-plus": "+",
-    }
-    html = re.sub(r'<link rel="stylesheet"[^>]*>', "", anim.to_jshtml(**kwargs))
-    return re.sub(r'<i class="fa ([^"]+)"></i>', lambda m: icons[m.group(1)], html)
-
-
-def basis_animation(
-    B: np.ndarray,
-    points: dict[str, np.ndarray],
-    n_frames: int = 16,
-    size: tuple[float, float] = (8.4, 4.4),
-) -> FuncAnimation:
-    """A 3-D animation of coordinate vectors ``points`` drawn in the basis (1 − s)·I + s·B as s goes
-    0 → 1, with their coordinate and true cosines printed beside each frame (Chapter 2). The axes
-    are the orthonormal reference frame e1, e2, e3; basis vectors are labelled at their midpoints
-    and the points at their tips, so that no two labels sit on the same spot."""
-    from matplotlib import animation
-
-    from bertflow_mini.geometry.bases import gram_cosine, interpolate_basis
-
-    fig = plt.figure(figsize=size, dpi=64)
-    # the left part holds the 3-D view, the right part the cosines printed beside it; a 3-D
-    # Axes (mpl_toolkits), whose three-coordinate methods matplotlib's type stubs do not know
-    ax: Any = fig.add_axes((0.0, 0.04, 0.56, 0.92), projection="3d")
-    colors = dict(zip(points, ["#c44e52", "#4c72b0", "#55a868", "#8172b2"]))
-    pairs = [(p, q) for i, p in enumerate(points) for q in list(points)[i + 1 :]]
-    lim = 1.1 * max(np.abs(B @ a).max() for a in points.values())
-
-    def draw(frame: int) -> None:
-        s = frame / max(1, n_frames - 1)
-        M = interpolate_basis(B, s)
-        G = M.T @ M
-        ax.clear()
-        for i in range(M.shape[1]):
-            ax.quiver(0, 0, 0, *M[:, i], color="0.55", lw=1, arrow_length_ratio=0.1)
-            ax.text(*(M[:, i] * 0.5), f" b{i + 1}", color="0.35", fontsize=8)
-        for name, a in points.items():
-            ax.quiver(
-                0, 0, 0, *(M @ a), color=colors[name], lw=2.2, arrow_length_ratio=0.08
-            )
-            ax.text(
-                *(M @ a * 1.06), name, color=colors[name], fontsize=10, weight="bold"
-            )
-        lines = [
-            f"cos({p},{q}): coord {gram_cosine(points[p], points[q]):+.2f}  "
-            f"true {gram_cosine(points[p], points[q], G):+.2f}"
-            for p, q in pairs
-        ]
-        ax.text2D(
-            1.16,
-            0.75,
-            f"s = {s:.2f}\n\n" + "\n".join(lines),
-            transform=ax.transAxes,
-            fontsize=9,
-            family="monospace",
-            va="top",
-        )
-        ax.set(xlim=(-lim, lim), ylim=(-lim, lim), zlim=(-lim, lim))
-        ax.set(xlabel="e1", ylabel="e2", zlabel="e3")
-        ax.set_title(
-            "basis (1 − s)·I + s·B in the orthonormal frame e1, e2, e3",
-            fontsize=9,
-            y=-0.06,
-        )
-
-    anim = animation.FuncAnimation(fig, draw, frames=n_frames)
-    plt.close(fig)  # the animation, not a static copy of its last frame
-    return anim
-
-
-def frequency_norm_scatter(
-    ax: Axes,
-    freq: np.ndarray,
-    norms: np.ndarray,
-    title: str,
-    color: str = "C0",
-    xlabel: str = "log$_{10}$ word frequency (wordfreq)",
-) -> Axes:
-    """Word-level scatter of log10 frequency against embedding norm, with the median norm per
-    half-decade bin (bins of fewer than 20 words are not drawn). Frequencies must be > 0."""
-    freq, norms = np.asarray(freq, dtype=float), np.asarray(norms, dtype=float)
-    if freq.shape != norms.shape or freq.ndim != 1 or (freq <= 0).any():
-        raise ValueError(
-            "freq and norms must be 1-D arrays of one length, freq > 0 (drop unknown words)"
-        )
-    logf = np.log10(freq)
-    ax.scatter(logf, norms, s=2, alpha=0.15, color=color, rasterized=True)
-    edges = np.arange(np.floor(logf.min()), logf.max() + 0.5, 0.5)
-    which = np.digitize(logf, edges)
-    mids = [(edges[b - 1] + 0.25) for b in np.unique(which) if (which == b).sum() >= 20]
-    medians = [
-        np.median(norms[which == b])
-        for b in np.unique(which)
-        if (which == b).sum() >= 20
-    ]
-    ax.plot(mids, medians, "k.-", label="median per bin")
-    ax.set(xlabel=xlabel, ylabel="ℓ2 norm of the word embedding", title=title)
-    ax.legend(loc="best")
     return ax
 
 
@@ -395,51 +276,4 @@ def plot_scale_curve(
     if drawn:
         drawn[-1].legend(fontsize=7)
     fig.tight_layout()
-    return fig
-
-
-def plot_scale_gaps(
-    gaps: pd.DataFrame,
-    tasks: Sequence[str] = ("STSB", "Avg."),
-    methods: Sequence[str] = ("whitening", "flow"),
-    x: str = "wordpieces",
-) -> Figure:
-    """The scale curve as gaps: each run's ``gap`` (pretrained − its own step 0, from
-    :func:`bertflow_mini.evaluation.scale.scale_gaps`) against ``x`` — wordpieces seen
-    or pretraining ``"steps"`` — on a log scale, a panel per (pooling, task), each
-    method in its colour from :data:`COLORS` (a marker per corpus; whiskers ± the gap's
-    sd over seeds, where a length has several), beside a line at 0: the random init.
-    A point below the line is a run that scores below the network it started from."""
-    if x not in ("wordpieces", "steps"):
-        raise ValueError(f"x must be 'wordpieces' or 'steps', not {x!r}")
-    poolings = list(dict.fromkeys(gaps["pooling"]))
-    corpora = list(dict.fromkeys(gaps["corpus"]))
-    fig, axes = plt.subplots(
-        len(poolings),
-        len(tasks),
-        figsize=(4.2 * len(tasks), 3.0 * len(poolings)),
-        squeeze=False,
-        sharex=True,
-        sharey=True,
-    )
-    for row, pooling in zip(axes, poolings):
-        for ax, task in zip(row, tasks):
-            ax.axhline(0, color="0.3", lw=1, label="random init (its own step 0)")
-            _scale_runs(ax, gaps, pooling, task, methods, corpora, x, "gap")
-            _scale_axis(ax, gaps, x)
-            ax.tick_params(labelbottom=True)
-            name = {"Avg.": "7-dataset mean", "STSB": "STS-B"}.get(task, task)
-            ax.set_title(f"{pooling}, {name}")
-        row[0].set_ylabel("pretrained − step 0")
-    for ax in axes[-1]:
-        ax.set_xlabel(
-            "wordpieces seen in pretraining"
-            if x == "wordpieces"
-            else "pretraining steps"
-        )
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.tight_layout()
-    fig.legend(
-        handles, labels, fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5)
-    )
     return fig

@@ -4,15 +4,12 @@ A vector with coordinates α in the basis whose columns are B is Bα, so the tru
 two such vectors is αᵀGα' with the Gram matrix G = BᵀB. Cosine on coordinates silently takes
 G = I. Reading order: the true cosine from coordinates (:func:`gram_cosine`), the book's skewed
 3-D basis and the three vectors it fools (:func:`skewed_example`), the table of both cosines
-(:func:`cosine_table`), and the straight path from the orthonormal basis to a skewed one
-(:func:`interpolate_basis`) that the chapter's animation follows. Last, what a change of basis does
-to a sentence's nearest neighbours (:func:`cosine_neighbours`, :func:`neighbour_overlap`).
+(:func:`cosine_table`). Last, what a change of basis does to a sentence's nearest neighbours (:func:`cosine_neighbours`, :func:`neighbour_overlap`).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -85,35 +82,6 @@ def cosine_table(B: np.ndarray, points: dict[str, np.ndarray]) -> pd.DataFrame:
             "true angle (deg)": float(np.degrees(np.arccos(np.clip(true, -1, 1)))),
         }
     return pd.DataFrame(rows).T
-
-
-def interpolate_basis(B: np.ndarray, s: float) -> np.ndarray:
-    """(1 − s)·I + s·B: the orthonormal basis at s = 0, ``B`` at s = 1 (invertible in between for
-    the chapter's B; checked)."""
-    B = check_matrix(B, "B")
-    if not 0.0 <= s <= 1.0:
-        raise ValueError(f"s must be in [0, 1], got {s}")
-    M = (1 - s) * np.eye(len(B)) + s * B
-    if abs(np.linalg.det(M)) < 1e-9:
-        raise ValueError(f"the interpolated basis is singular at s = {s}")
-    return M
-
-
-def cosines_along_path(
-    B: np.ndarray, points: dict[str, np.ndarray], s_values: Iterable[float]
-) -> pd.DataFrame:
-    """True cosine of every pair of ``points`` (coordinates) in the basis
-    :func:`interpolate_basis` ``(B, s)``, one row per ``s``: the static version of the animation.
-    Coordinate cosine never changes along the path (the coordinates do not)."""
-    pairs = list(itertools.combinations(points, 2))
-    rows = {}
-    for s in s_values:
-        M = interpolate_basis(B, float(s))
-        G = M.T @ M
-        rows[float(s)] = {
-            f"{p}, {q}": gram_cosine(points[p], points[q], G) for p, q in pairs
-        }
-    return pd.DataFrame(rows).T.rename_axis("s")
 
 
 # ----------------------------------------------------------------------------- neighbours

@@ -63,26 +63,6 @@ def sentence_token_ids(
     ]
 
 
-def input_embedding_average(
-    E: np.ndarray, token_ids: Sequence[np.ndarray], offset: np.ndarray | None = None
-) -> np.ndarray:
-    """Each sentence as the plain mean of its tokens' rows of the input-embedding matrix ``E``
-    (no position embedding, no LayerNorm, no layer): the sentence-level view of word-level
-    geometry. ``offset`` (a vector of E's width) is subtracted from every row first, e.g. the
-    vocabulary's common mean. A sentence with no token is an error."""
-    E = np.asarray(E, dtype=np.float64)
-    if E.ndim != 2 or not np.isfinite(E).all():
-        raise ValueError(f"E must be a finite 2-D matrix, got shape {E.shape}")
-    shift = (
-        np.zeros(E.shape[1]) if offset is None else np.asarray(offset, dtype=np.float64)
-    )
-    if shift.shape != (E.shape[1],):
-        raise ValueError(f"offset must have shape ({E.shape[1]},), got {shift.shape}")
-    if any(len(ids) == 0 for ids in token_ids):
-        raise ValueError("a sentence has no tokens")
-    return lexical.bag_of_vectors(token_ids, E) - shift
-
-
 def occurrence_offset(
     E: np.ndarray, token_ids: Sequence[np.ndarray]
 ) -> tuple[np.ndarray, float]:

@@ -1,5 +1,5 @@
 """Cosine in a skewed basis: the Gram-matrix cosine against vectors built explicitly, the book's
-example's stated angles, the basis path, and cosine neighbours against brute force."""
+example's stated angles, and cosine neighbours against brute force."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from bertflow_mini.geometry.bases import (
     cosine_neighbours,
     cosine_table,
     gram_cosine,
-    interpolate_basis,
     neighbour_overlap,
     skewed_example,
 )
@@ -53,19 +52,6 @@ def test_the_books_example_fools_coordinate_cosine():
     )
     # x3 is not a multiple of x2 (no trivial mirror)
     assert np.linalg.matrix_rank(np.stack([x["x2"], x["x3"]])) == 2
-
-
-def test_interpolate_basis_ends_and_stays_invertible():
-    B, _ = skewed_example()
-    np.testing.assert_array_equal(interpolate_basis(B, 0.0), np.eye(3))
-    np.testing.assert_array_equal(interpolate_basis(B, 1.0), B)
-    assert all(
-        abs(np.linalg.det(interpolate_basis(B, s))) > 0.5 for s in np.linspace(0, 1, 21)
-    )
-    with pytest.raises(ValueError, match="singular"):
-        interpolate_basis(-np.eye(2), 0.5)
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        interpolate_basis(B, 1.5)
 
 
 def test_cosine_neighbours_match_brute_force_and_exclude_the_query():
@@ -115,21 +101,3 @@ def test_pairs_are_all_combinations():
     ]
     # orthonormal basis
     assert np.allclose(table["coordinate cosine"], table["true cosine"])
-
-
-def test_cosines_along_path_start_orthonormal_and_end_at_the_table():
-    from bertflow_mini.geometry.bases import cosines_along_path
-
-    B, x = skewed_example()
-    path = cosines_along_path(B, x, [0.0, 0.5, 1.0])
-    # every pair coordinate-orthogonal
-    np.testing.assert_allclose(path.loc[0.0].to_numpy(), 0.0, atol=1e-12)
-    table = cosine_table(B, x)
-    np.testing.assert_allclose(
-        path.loc[1.0].to_numpy(), table["true cosine"].to_numpy(), atol=1e-12
-    )
-    M = 0.5 * np.eye(3) + 0.5 * B  # s = 0.5 by hand: cosine of the built vectors
-    a, b = M @ x["x1"], M @ x["x3"]
-    assert path.loc[0.5, "x1, x3"] == pytest.approx(
-        a @ b / np.linalg.norm(a) / np.linalg.norm(b)
-    )

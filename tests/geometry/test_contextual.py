@@ -41,26 +41,12 @@ def test_token_states_errors(tiny_bert_dir):
         token_states(enc, "a sentence")
 
 
-def test_input_embedding_average_by_hand(tiny_bert_dir):
-    from bertflow_mini.geometry.contextual import (
-        input_embedding_average,
-        sentence_token_ids,
-    )
+def test_sentence_token_ids_leave_out_the_special_tokens(tiny_bert_dir):
+    from bertflow_mini.geometry.contextual import sentence_token_ids
 
     enc = load_encoder(str(tiny_bert_dir))
     ids = sentence_token_ids(enc.tokenizer, ["a cat sat.", "the dog"])
-    # no [CLS]/[SEP]
     assert ids[1].tolist() == enc.tokenizer("the dog")["input_ids"][1:-1]
-    E = np.arange(enc.tokenizer.vocab_size * 2, dtype=float).reshape(-1, 2)
-    out = input_embedding_average(E, ids)
-    np.testing.assert_allclose(out[1], E[ids[1]].mean(axis=0))
-    np.testing.assert_allclose(
-        input_embedding_average(E, ids, offset=np.array([1.0, 2.0])), out - [1, 2]
-    )
-    with pytest.raises(ValueError, match="no tokens"):
-        input_embedding_average(E, [np.array([], dtype=int)])
-    with pytest.raises(ValueError, match="offset"):
-        input_embedding_average(E, ids, offset=np.zeros(3))
     with pytest.raises(ValueError, match="non-empty"):
         sentence_token_ids(enc.tokenizer, [])
 
