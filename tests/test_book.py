@@ -41,7 +41,7 @@ def load_nb(path: Path) -> dict:
 
 def markdown_of(path: Path) -> str:
     """Every markdown cell of a notebook (the text of a page that is not one)."""
-    if path.suffix != ".ipynb" or not path.exists():
+    if not path.exists():
         return path.with_suffix(".md").read_text("utf-8")
     return "\n".join(
         source(c) for c in load_nb(path)["cells"] if c["cell_type"] == "markdown"

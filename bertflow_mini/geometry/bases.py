@@ -4,7 +4,8 @@ A vector with coordinates α in the basis whose columns are B is Bα, so the tru
 two such vectors is αᵀGα' with the Gram matrix G = BᵀB. Cosine on coordinates silently takes
 G = I. Reading order: the true cosine from coordinates (:func:`gram_cosine`), the book's skewed
 3-D basis and the three vectors it fools (:func:`skewed_example`), the table of both cosines
-(:func:`cosine_table`). Last, what a change of basis does to a sentence's nearest neighbours (:func:`cosine_neighbours`, :func:`neighbour_overlap`).
+(:func:`cosine_table`). Last, what a change of basis does to a sentence's nearest neighbours
+(:func:`cosine_neighbours`, :func:`neighbour_overlap`).
 """
 
 from __future__ import annotations
