@@ -3,7 +3,7 @@
 Words are counted as the instructor's page counts them (:func:`teaching.words`: a formula, a role,
 a link or inline code is one word; code cells and outputs are not prose). A chapter's *main line* is
 its visible prose outside collapsed notes and the Exercises; its *collapsed notes* are the dropdowns
-before the Exercises. Each chapter ends once: one Verdict of at most four bullets and one Summary of
+before the Exercises. Each chapter ends once, in its Verdict: at most four bullets, then a summary of
 three sentences.
 """
 
@@ -87,19 +87,25 @@ def test_a_chapter_shows_at_most_its_budget_of_code(path):
     assert shown <= VISIBLE_CODE, f"{path.name}: {shown} lines of visible code"
 
 
+def summary_of(verdict: str) -> str:
+    """A Verdict's prose outside its bullets (a bullet runs to the next blank line)."""
+    blocks = re.split(r"\n\s*\n", verdict.strip())
+    return "\n\n".join(b for b in blocks if not re.match(r"[-*] ", b.lstrip()))
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_a_chapter_ends_once_with_a_short_verdict_and_a_three_sentence_summary(path):
     text = markdown(path).split("\n## Exercises", 1)[0]
-    verdicts, summaries = section(text, "Verdict"), section(text, "Summary")
-    assert len(verdicts) == 1 and len(summaries) == 1, (
-        f"{path.name}: one Verdict, one Summary"
+    verdicts = section(text, "Verdict")
+    assert len(verdicts) == 1 and not section(text, "Summary"), (
+        f"{path.name}: one ending, its Verdict"
     )
     bullets = re.findall(r"^[-*] ", verdicts[0], flags=re.M)
     assert 1 <= len(bullets) <= 4, (
         f"{path.name}: the verdict has {len(bullets)} bullets"
     )
-    assert sentences(summaries[0]) == 3, (
-        f"{path.name}: the summary is not three sentences"
+    assert sentences(summary_of(verdicts[0])) == 3, (
+        f"{path.name}: the verdict's summary is not three sentences"
     )
 
 
@@ -133,7 +139,7 @@ def test_the_counts_behave_on_a_page_counted_by_hand(tmp_path):
     cells = [
         "# Toy\n\nOne two three.",
         "```{dropdown} Deeper\nfour five\n```",
-        "## Verdict\n\n- six\n\n## Summary\n\nA b. C d. E f.",
+        "## Verdict\n\n- six\n- seven\n  eight\n\nA b. C d. E f.",
         "## Exercises\n\nseven eight nine ten",
     ]
     page.write_text(
@@ -147,8 +153,10 @@ def test_the_counts_behave_on_a_page_counted_by_hand(tmp_path):
         )
     )
     counted = part_words(page)
-    # main line: Toy One two three Verdict six Summary A b C d E f = 13 words
-    assert counted["main line"] == 13
+    # main line: Toy One two three Verdict six seven eight A b C d E f = 14 words
+    assert counted["main line"] == 14
     assert counted["deeper blocks"] == 3  # the title "Deeper", then "four five"
     assert counted["exercises"] == 5  # the heading's word and four
-    assert sentences(section(markdown(page), "Summary")[0]) == 3
+    verdict = section(markdown(page), "Verdict")[0]
+    assert summary_of(verdict) == "A b. C d. E f."
+    assert sentences(summary_of(verdict)) == 3
